@@ -1,0 +1,225 @@
+"""`TorchInductorBackendConfig`: one way of compiling a model with inductor, validated early.
+
+`torch.compile` only rejects a bad mode, a mode together with options, or an unknown option
+when the compiled function is first *called*. A config is checked when it is constructed, so a
+typo fails at collection time with a message that names the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import torch
+
+__all__ = ["TorchInductorBackendConfig"]
+
+# Longest rendering of the options inside a config id before it is replaced by a digest.
+_MAX_OPTIONS_ID_CHARS = 48
+
+
+@cache
+def _known_modes() -> tuple[str, ...]:
+    """The compile modes this torch knows, read at run time (they differ between releases)."""
+    import torch._inductor
+
+    return tuple(torch._inductor.list_mode_options())
+
+
+@cache
+def _known_options() -> frozenset[str]:
+    """The inductor option keys this torch knows."""
+    import torch._inductor
+
+    return frozenset(torch._inductor.list_options())
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class TorchInductorBackendConfig:
+    """How to compile a model with ``torch.compile(backend="inductor")``.
+
+    Args:
+        fullgraph: Require one graph for the whole model; a graph break is an error.
+        dynamic: ``True`` always compiles dynamic kernels, ``False`` always specializes on
+            shapes, ``None`` lets dynamo decide (recompile once, then mark dynamic).
+        mode: An inductor mode (see ``torch._inductor.list_mode_options()``).
+        options: Inductor options (see ``torch._inductor.list_options()``); not with ``mode``.
+        autocast_enabled: Run the compiled model under ``torch.autocast`` on its device.
+        autocast_dtype: The autocast dtype; ``None`` takes the device's default
+            (bfloat16 on cpu, float16 on cuda and xpu).
+
+    Raises:
+        ValueError: at construction, for an unknown mode, mode together with options, an
+            option key inductor does not know, or an autocast dtype that is not floating.
+    """
+
+    fullgraph: bool = False
+    dynamic: bool | None = None
+    mode: str | None = None
+    options: Mapping[str, Any] | None = None
+    autocast_enabled: bool = False
+    autocast_dtype: torch.dtype | None = None
+    # Cached id; not part of equality, hashing or repr.
+    _id: str = field(default="", init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fullgraph, bool):
+            raise ValueError(f"fullgraph must be True or False, got {self.fullgraph!r}")
+        if self.dynamic is not None and not isinstance(self.dynamic, bool):
+            raise ValueError(f"dynamic must be True, False or None, got {self.dynamic!r}")
+        if not isinstance(self.autocast_enabled, bool):
+            raise ValueError(
+                f"autocast_enabled must be True or False, got {self.autocast_enabled!r}"
+            )
+        self._check_mode()
+        self._check_options()
+        self._check_autocast()
+        object.__setattr__(self, "_id", self._make_id())
+
+    def _check_mode(self) -> None:
+        if self.mode is None:
+            return
+        modes = _known_modes()
+        if not isinstance(self.mode, str) or self.mode not in modes:
+            raise ValueError(
+                f"unknown mode {self.mode!r}; torch {torch.__version__} knows: "
+                + ", ".join(modes)
+            )
+
+    def _check_options(self) -> None:
+        if self.options is None:
+            return
+        if not isinstance(self.options, Mapping):
+            raise ValueError(
+                f"options must be a dict of inductor option names to values, "
+                f"got {type(self.options).__name__}"
+            )
+        if self.mode is not None:
+            raise ValueError(
+                f"cannot use both mode and options (mode={self.mode!r}, "
+                f"options={dict(self.options)!r}): torch.compile accepts one or the other; "
+                "put the mode's settings into options instead"
+            )
+        known = _known_options()
+        for key in self.options:
+            if not isinstance(key, str):
+                raise ValueError(f"option names must be strings, got {key!r}")
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(
+                    f"unknown inductor option {key!r}{hint} "
+                    "(torch._inductor.list_options() lists the known ones)"
+                )
+        # A read-only copy: the caller's dict may change later, this config must not.
+        object.__setattr__(self, "options", types.MappingProxyType(dict(self.options)))
+
+    def _check_autocast(self) -> None:
+        dtype = self.autocast_dtype
+        if dtype is None:
+            return
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(
+                f"autocast_dtype must be a floating torch dtype such as torch.bfloat16 or "
+                f"torch.float16, got {dtype!r}"
+            )
+        if not self.autocast_enabled:
+            raise ValueError(
+                f"autocast_dtype={dtype} is set but autocast_enabled is False; "
+                "pass autocast_enabled=True to use it"
+            )
+
+    def __hash__(self) -> int:
+        options = None if self.options is None else _options_key(self.options)
+        return hash(
+            (
+                self.fullgraph,
+                self.dynamic,
+                self.mode,
+                options,
+                self.autocast_enabled,
+                self.autocast_dtype,
+            )
+        )
+
+    @property
+    def id(self) -> str:
+        """A short, stable, readable id, used as the pytest parameter id and baseline key.
+
+        ``default`` for the default config; otherwise the non-default settings joined by
+        ``-``: the mode, ``fullgraph``, ``dynamic``/``static``, the options
+        (``key=value,...``, or ``options-<digest>`` when long) and ``autocast-<dtype>``.
+        """
+        return self._id
+
+    def _make_id(self) -> str:
+        parts: list[str] = []
+        if self.mode is not None and self.mode != "default":
+            parts.append(self.mode)
+        if self.fullgraph:
+            parts.append("fullgraph")
+        if self.dynamic is True:
+            parts.append("dynamic")
+        elif self.dynamic is False:
+            parts.append("static")
+        if self.options:
+            rendered = ",".join(f"{k}={_render_value(v)}" for k, v in sorted(self.options.items()))
+            if len(rendered) > _MAX_OPTIONS_ID_CHARS:
+                digest = hashlib.sha1(_options_key(self.options).encode()).hexdigest()[:8]
+                rendered = f"options-{digest}"
+            parts.append(rendered)
+        if self.autocast_enabled:
+            dtype = self.autocast_dtype
+            parts.append("autocast" if dtype is None else f"autocast-{_dtype_short(dtype)}")
+        return "-".join(parts) or "default"
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments this config passes to ``torch.compile``."""
+        kwargs: dict[str, Any] = {
+            "backend": "inductor",
+            "fullgraph": self.fullgraph,
+            "dynamic": self.dynamic,
+        }
+        if self.mode is not None:
+            kwargs["mode"] = self.mode
+        if self.options is not None:
+            kwargs["options"] = dict(self.options)
+        return kwargs
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-ready description of the config (for reports and baseline files)."""
+        return {
+            "fullgraph": self.fullgraph,
+            "dynamic": self.dynamic,
+            "mode": self.mode,
+            "options": None if self.options is None else json.loads(_options_key(self.options)),
+            "autocast_enabled": self.autocast_enabled,
+            "autocast_dtype": None
+            if self.autocast_dtype is None
+            else _dtype_name(self.autocast_dtype),
+        }
+
+
+def _render_value(value: Any) -> str:
+    return str(value) if isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+def _options_key(options: Mapping[str, Any]) -> str:
+    """A canonical text for options: equal options give equal text."""
+    return json.dumps(dict(options), sort_keys=True, default=repr)
+
+
+def _dtype_short(dtype: torch.dtype) -> str:
+    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}.get(
+        _dtype_name(dtype), _dtype_name(dtype)
+    )

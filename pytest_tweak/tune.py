@@ -1,0 +1,161 @@
+"""`Module`, tuning strategies and `tune`: measure backends on real input, keep the fastest.
+
+    strategy = BestOfStrategy([EagerBackend(), TorchInductorBackend(config_a), ...])
+    module = Module(model, "my-model", strategy=strategy)
+    result = tune(module, x)        # measures every backend on x
+    result.winner                   # the fastest backend
+    module(x)                       # runs the winner's compiled model
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .backends import Backend, model_device
+from .case import BenchmarkResult, CaseError, LocalRunner, run_case
+from .counters import reset_dynamo
+from .measure import MeasureSettings
+
+__all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
+
+
+class OneBackendStrategy:
+    """Use one backend: tuning measures it and always picks it."""
+
+    def __init__(self, backend: Backend) -> None:
+        if not isinstance(backend, Backend):
+            raise TypeError(f"OneBackendStrategy takes a backend, got {type(backend).__name__}")
+        self.backend = backend
+
+    @property
+    def backends(self) -> tuple[Backend, ...]:
+        return (self.backend,)
+
+    def __repr__(self) -> str:
+        return f"OneBackendStrategy({self.backend!r})"
+
+
+class BestOfStrategy:
+    """Measure several backends and keep the one with the lowest median time."""
+
+    def __init__(self, backends: Sequence[Backend]) -> None:
+        backends = tuple(backends)
+        if not backends:
+            raise ValueError("BestOfStrategy needs at least one backend")
+        for backend in backends:
+            if not isinstance(backend, Backend):
+                raise TypeError(f"BestOfStrategy takes backends, got {type(backend).__name__}")
+        names = [b.name for b in backends]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"BestOfStrategy got the same backend twice: {', '.join(duplicates)}")
+        self._backends = backends
+
+    @property
+    def backends(self) -> tuple[Backend, ...]:
+        return self._backends
+
+    def __repr__(self) -> str:
+        return f"BestOfStrategy({list(self._backends)!r})"
+
+
+Strategy = OneBackendStrategy | BestOfStrategy
+
+
+class Module:
+    """A model with a name and a tuning strategy; after `tune`, calls run the winner."""
+
+    def __init__(
+        self, model: Callable[..., Any], name: str, strategy: Strategy | None = None
+    ) -> None:
+        if not name:
+            raise ValueError("Module needs a non-empty name")
+        if strategy is None:
+            from .backends import TorchInductorBackend
+
+            strategy = OneBackendStrategy(TorchInductorBackend())
+        self.model = model
+        self.name = name
+        self.strategy = strategy
+        self._tuned: Callable[..., Any] | None = None
+        self.tune_result: TuneResult | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        target = self._tuned if self._tuned is not None else self.model
+        return target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Module({self.name!r}, strategy={self.strategy!r})"
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What `tune` measured, per backend name, and which backend won.
+
+    Backends that failed to compile or run are in `errors` with the reason, not in
+    `measurements`.
+    """
+
+    module: str
+    measurements: dict[str, BenchmarkResult]
+    errors: dict[str, str]
+    winner: Backend
+
+    @property
+    def best(self) -> BenchmarkResult:
+        return self.measurements[self.winner.name]
+
+
+def tune(
+    module: Module,
+    input_data: Any,
+    *,
+    device: torch.device | str | None = None,
+    settings: MeasureSettings | None = None,
+) -> TuneResult:
+    """Measure every backend of ``module.strategy`` on ``input_data`` and keep the fastest.
+
+    Args:
+        module: The model to tune.
+        input_data: One input, or a tuple of positional inputs.
+        device: Where to run; by default the device of the model's parameters.
+        settings: Warm-up and timing settings.
+
+    Returns:
+        The measurements and the winner; ``module`` then calls the winner's compiled model.
+
+    Raises:
+        RuntimeError: every backend failed (the reasons are in the message).
+    """
+    if not isinstance(module, Module):
+        raise TypeError(f"tune takes a Module, got {type(module).__name__}")
+    args = input_data if isinstance(input_data, tuple) else (input_data,)
+    where = torch.device(device) if device is not None else model_device(module.model)
+    settings = settings if settings is not None else MeasureSettings()
+    measurements: dict[str, BenchmarkResult] = {}
+    errors: dict[str, str] = {}
+    for backend in module.strategy.backends:
+        try:
+            measurements[backend.name] = run_case(
+                module.model, args, {}, backend=backend, device=where,
+                settings=settings, runner=LocalRunner(),
+            )
+        except CaseError as exc:
+            errors[backend.name] = str(exc)
+    if not measurements:
+        raise RuntimeError(
+            f"tune({module.name!r}): every backend failed:\n" + "\n".join(errors.values())
+        )
+    by_name = {b.name: b for b in module.strategy.backends}
+    best = min(measurements, key=lambda name: measurements[name].median_s or float("inf"))
+    winner = by_name[best]
+    # Compile the winner afresh: each case's compiled code was dropped by the next reset.
+    reset_dynamo()
+    module._tuned = winner.compile(module.model, where)
+    result = TuneResult(module.name, measurements, errors, winner)
+    module.tune_result = result
+    return result
