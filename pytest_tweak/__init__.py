@@ -9,13 +9,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from .backends import Backend, EagerBackend, TorchInductorBackend
-    from .case import BenchmarkResult, CaseError
-    from .config import TorchInductorBackendConfig
-    from .counters import BreakReason, Recompile
-    from .measure import MeasureSettings, Stats
-    from .tune import BestOfStrategy, Module, OneBackendStrategy, TuneResult, tune
+if TYPE_CHECKING:  # explicit re-exports, for type checkers
+    from .backends import Backend as Backend
+    from .backends import EagerBackend as EagerBackend
+    from .backends import TorchInductorBackend as TorchInductorBackend
+    from .case import BenchmarkResult as BenchmarkResult
+    from .case import CaseError as CaseError
+    from .config import TorchInductorBackendConfig as TorchInductorBackendConfig
+    from .counters import BreakReason as BreakReason
+    from .counters import Recompile as Recompile
+    from .fixture import TweakFixture as TweakFixture
+    from .measure import MeasureSettings as MeasureSettings
+    from .measure import Stats as Stats
+    from .tuning import BestOfStrategy as BestOfStrategy
+    from .tuning import Module as Module
+    from .tuning import OneBackendStrategy as OneBackendStrategy
+    from .tuning import TuneResult as TuneResult
+    from .tuning import tune as tune
 
 __version__ = "0.1.0"
 
@@ -30,11 +40,12 @@ _EXPORTS = {
     "Recompile": "counters",
     "MeasureSettings": "measure",
     "Stats": "measure",
-    "BestOfStrategy": "tune",
-    "Module": "tune",
-    "OneBackendStrategy": "tune",
-    "TuneResult": "tune",
-    "tune": "tune",
+    "TweakFixture": "fixture",
+    "BestOfStrategy": "tuning",
+    "Module": "tuning",
+    "OneBackendStrategy": "tuning",
+    "TuneResult": "tuning",
+    "tune": "tuning",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -43,10 +43,11 @@ class Backend(Protocol):
 def model_device(model: Any) -> torch.device:
     """The device of a module's first parameter or buffer; cpu for anything else."""
     if isinstance(model, torch.nn.Module):
-        for tensor in model.parameters():
-            return tensor.device
-        for tensor in model.buffers():
-            return tensor.device
+        first: torch.Tensor | None = next(iter(model.parameters()), None)
+        if first is None:
+            first = next(iter(model.buffers()), None)
+        if first is not None:
+            return first.device
     return torch.device("cpu")
 
 

@@ -30,9 +30,16 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
-__all__ = ["FORMAT", "VERSION", "BaselineEntry", "BaselineError", "load_baselines", "save_baselines"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "BaselineEntry",
+    "BaselineError",
+    "load_baselines",
+    "save_baselines",
+]
 
 FORMAT = "pytest-tweak-baselines"
 VERSION = 1
@@ -105,7 +112,7 @@ class BaselineEntry:
         )
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -133,7 +140,7 @@ def load_baselines(path: Path) -> dict[str, BaselineEntry]:
             path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise BaselineError(path, f"is not a pytest-tweak baseline file (no \"format\": \"{FORMAT}\")")
+        raise BaselineError(path, f'is not a pytest-tweak baseline file (no "format": "{FORMAT}")')
     if data.get("version") != VERSION:
         raise BaselineError(
             path, f"has version {data.get('version')!r}; this pytest-tweak reads version {VERSION}"
@@ -142,7 +149,9 @@ def load_baselines(path: Path) -> dict[str, BaselineEntry]:
     if not isinstance(cases, dict):
         raise BaselineError(path, "'cases' must be an object mapping test ids to entries")
     try:
-        return {key: BaselineEntry.from_dict(value, f"case {key!r}") for key, value in cases.items()}
+        return {
+            key: BaselineEntry.from_dict(value, f"case {key!r}") for key, value in cases.items()
+        }
     except ValueError as exc:
         raise BaselineError(path, str(exc)) from exc
 
@@ -197,4 +206,3 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-

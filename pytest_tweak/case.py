@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -108,6 +109,36 @@ def run_case(
     Raises:
         CaseError: compiling or running the model failed.
     """
+    threads = settings.cpu_threads if device.type == "cpu" else None
+    with _torch_threads(threads):
+        return _run_case(
+            model, args, kwargs, backend=backend, device=device, settings=settings, runner=runner
+        )
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run_case(
+    model: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    *,
+    backend: Backend,
+    device: torch.device,
+    settings: MeasureSettings,
+    runner: Runner,
+) -> BenchmarkResult:
     model = to_device(model, device)
     args = to_device(tuple(args), device)
     kwargs = to_device(dict(kwargs), device)
@@ -161,8 +192,12 @@ def run_case(
 
 
 def _describe_failure(backend: Backend, device: torch.device, exc: BaseException) -> str:
-    text = str(exc).strip()
-    lines = text.splitlines()
-    # dynamo's messages are long; the first lines carry the reason and the user's source line.
-    short = "\n".join(lines[:12]) + ("\n..." if len(lines) > 12 else "")
-    return f"{backend.name} on {device}: {type(exc).__name__}: {short}"
+    lines = str(exc).strip().splitlines() or [""]
+    # dynamo's messages are long: keep the reason, its explanation, and the user's code.
+    kept = lines[:3]
+    if "from user code:" in lines:
+        start = lines.index("from user code:")
+        kept += ["", *lines[start : start + 7]]
+    elif len(lines) > 3:
+        kept += lines[3:12]
+    return f"{backend.name} on {device}: {type(exc).__name__}: " + "\n".join(kept).rstrip()

@@ -92,8 +92,7 @@ class TorchInductorBackendConfig:
         modes = _known_modes()
         if not isinstance(self.mode, str) or self.mode not in modes:
             raise ValueError(
-                f"unknown mode {self.mode!r}; torch {torch.__version__} knows: "
-                + ", ".join(modes)
+                f"unknown mode {self.mode!r}; torch {torch.__version__} knows: " + ", ".join(modes)
             )
 
     def _check_options(self) -> None:

@@ -14,6 +14,7 @@ loudly when a torch release moves any of it. What it relies on (see TORCH_NOTES.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +44,11 @@ class BreakReason:
 
     @property
     def location(self) -> str:
-        """``file:line`` of the innermost user frame, or ``<unknown>``."""
+        """``file:line`` of the innermost user frame (relative to the working directory when
+        inside it), or ``<unknown>``."""
         if self.filename is None:
             return "<unknown>"
-        return f"{self.filename}:{self.lineno}"
+        return f"{_short_path(self.filename)}:{self.lineno}"
 
     @property
     def summary(self) -> str:
@@ -145,6 +147,14 @@ def _distinct_breaks(reasons: Iterable[Any]) -> tuple[BreakReason, ...]:
         key = (found.summary, found.filename, found.lineno)
         seen.setdefault(key, found)
     return tuple(seen.values())
+
+
+def _short_path(filename: str) -> str:
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:  # another drive on Windows
+        return filename
+    return filename if relative.startswith("..") else relative
 
 
 def _first_line(text: str) -> str:

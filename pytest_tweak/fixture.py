@@ -97,8 +97,13 @@ class TweakFixture:
         nodeid = self._request.node.nodeid
         try:
             result = run_case(
-                model, args, kwargs, backend=self.backend, device=self.device,
-                settings=self._session.options.settings, runner=runner,
+                model,
+                args,
+                kwargs,
+                backend=self.backend,
+                device=self.device,
+                settings=self._session.options.settings,
+                runner=runner,
             )
         except CaseError as exc:
             pytest.fail(f"pytest-tweak: {exc}", pytrace=False)

@@ -47,6 +47,10 @@ class MeasureSettings:
         min_rounds: Never fewer rounds than this, whatever ``max_time_s`` says.
         max_rounds: Never more rounds than this.
         min_round_s: Each round lasts at least this long (more calls per round if needed).
+        cpu_threads: torch's intra-op threads for a cpu case, compile included (inductor
+            builds its thread count into the kernels); ``None`` keeps torch's setting. One
+            thread, as ``torch.utils.benchmark.Timer`` defaults to, keeps the numbers stable
+            on small shared machines.
     """
 
     warmup_s: float = 0.2
@@ -55,6 +59,7 @@ class MeasureSettings:
     min_rounds: int = 10
     max_rounds: int = 10_000
     min_round_s: float = 0.001
+    cpu_threads: int | None = 1
 
     def __post_init__(self) -> None:
         for name in ("warmup_s", "max_time_s", "min_round_s"):
@@ -65,6 +70,12 @@ class MeasureSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.cpu_threads is not None and (
+            not isinstance(self.cpu_threads, int) or self.cpu_threads < 1
+        ):
+            raise ValueError(
+                f"cpu_threads must be an integer >= 1 or None, got {self.cpu_threads!r}"
+            )
         if self.max_rounds < self.min_rounds:
             raise ValueError(
                 f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})"
@@ -142,9 +153,7 @@ class SyncEvery:
         return result
 
 
-def warm_up(
-    call: Callable[[], Any], sync: Callable[[], None], settings: MeasureSettings
-) -> int:
+def warm_up(call: Callable[[], Any], sync: Callable[[], None], settings: MeasureSettings) -> int:
     """Call until both ``warmup_s`` and ``min_warmup_calls`` are reached; return the count."""
     calls = 0
     start = time.perf_counter()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 DEFAULT_BASELINE = "tweak-baselines.json"
 #: Allowed median slow-down in percent. Chosen from repeated runs of unchanged code on a
 #: 2-core CI machine (README.md, "Choosing the threshold").
-DEFAULT_THRESHOLD_PCT = 25.0
+DEFAULT_THRESHOLD_PCT = 50.0
 
 DEVICE_HELP = (
     "devices to run tweak cases on, comma separated or repeated: "
@@ -42,26 +42,61 @@ THRESHOLD_HELP = (
 WARMUP_HELP = "seconds of warm-up calls per case after the compiling call (default: 0.2)"
 MAX_TIME_HELP = "seconds of timed rounds per case (default: 1.0)"
 MIN_ROUNDS_HELP = "fewest timed rounds per case (default: 10)"
+CPU_THREADS_HELP = (
+    "torch intra-op threads for cpu cases, compile included; 0 keeps torch's own setting "
+    "(default: 1)"
+)
 
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tweak", "pytest-tweak: speed of torch.compile'd models")
-    group.addoption("--tweak-device", action="append", dest="tweak_device", metavar="DEV",
-                    default=None, help=DEVICE_HELP)
-    group.addoption("--tweak-save", action="store_true", dest="tweak_save", default=None,
-                    help=SAVE_HELP)
-    group.addoption("--tweak-baseline", dest="tweak_baseline", metavar="PATH", default=None,
-                    help=BASELINE_HELP)
-    group.addoption("--tweak-threshold", dest="tweak_threshold", metavar="PCT", default=None,
-                    help=THRESHOLD_HELP)
-    group.addoption("--tweak-warmup", dest="tweak_warmup", metavar="SECONDS", default=None,
-                    help=WARMUP_HELP)
-    group.addoption("--tweak-max-time", dest="tweak_max_time", metavar="SECONDS",
-                    default=None, help=MAX_TIME_HELP)
-    group.addoption("--tweak-min-rounds", dest="tweak_min_rounds", metavar="N", default=None,
-                    help=MIN_ROUNDS_HELP)
+    group.addoption(
+        "--tweak-device",
+        action="append",
+        dest="tweak_device",
+        metavar="DEV",
+        default=None,
+        help=DEVICE_HELP,
+    )
+    group.addoption(
+        "--tweak-save", action="store_true", dest="tweak_save", default=None, help=SAVE_HELP
+    )
+    group.addoption(
+        "--tweak-baseline", dest="tweak_baseline", metavar="PATH", default=None, help=BASELINE_HELP
+    )
+    group.addoption(
+        "--tweak-threshold",
+        dest="tweak_threshold",
+        metavar="PCT",
+        default=None,
+        help=THRESHOLD_HELP,
+    )
+    group.addoption(
+        "--tweak-warmup", dest="tweak_warmup", metavar="SECONDS", default=None, help=WARMUP_HELP
+    )
+    group.addoption(
+        "--tweak-max-time",
+        dest="tweak_max_time",
+        metavar="SECONDS",
+        default=None,
+        help=MAX_TIME_HELP,
+    )
+    group.addoption(
+        "--tweak-min-rounds",
+        dest="tweak_min_rounds",
+        metavar="N",
+        default=None,
+        help=MIN_ROUNDS_HELP,
+    )
+    group.addoption(
+        "--tweak-cpu-threads",
+        dest="tweak_cpu_threads",
+        metavar="N",
+        default=None,
+        help=CPU_THREADS_HELP,
+    )
     parser.addini("tweak_device", DEVICE_HELP, type="string", default="")
     parser.addini("tweak_save", SAVE_HELP, type="bool", default=False)
     parser.addini("tweak_baseline", BASELINE_HELP, type="string", default="")
@@ -69,6 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("tweak_warmup", WARMUP_HELP, type="string", default="")
     parser.addini("tweak_max_time", MAX_TIME_HELP, type="string", default="")
     parser.addini("tweak_min_rounds", MIN_ROUNDS_HELP, type="string", default="")
+    parser.addini("tweak_cpu_threads", CPU_THREADS_HELP, type="string", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -106,7 +142,8 @@ def pytest_report_header(config: pytest.Config) -> str:
         f"tweak: devices={','.join(options.devices)}, baseline={options.baseline_path}, "
         f"threshold={options.threshold_pct:g}%, save={'yes' if options.save else 'no'}, "
         f"warmup={settings.warmup_s:g}s, max-time={settings.max_time_s:g}s, "
-        f"min-rounds={settings.min_rounds}"
+        f"min-rounds={settings.min_rounds}, "
+        f"cpu-threads={settings.cpu_threads or 'torch default'}"
     )
 
 
@@ -148,13 +185,28 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         base = config.inipath.parent if config.inipath else config.rootpath
         baseline = base / str(baseline_raw)
 
-    threshold = _number(config, "tweak_threshold", DEFAULT_THRESHOLD_PCT, "a percentage > 0",
-                        lambda v: v > 0, strip="%")
+    threshold = _number(
+        config,
+        "tweak_threshold",
+        DEFAULT_THRESHOLD_PCT,
+        "a percentage > 0",
+        lambda v: v > 0,
+        strip="%",
+    )
     settings = MeasureSettings(
         warmup_s=_number(config, "tweak_warmup", 0.2, "seconds >= 0", lambda v: v >= 0),
         max_time_s=_number(config, "tweak_max_time", 1.0, "seconds >= 0", lambda v: v >= 0),
-        min_rounds=int(_number(config, "tweak_min_rounds", 10, "an integer >= 1",
-                               lambda v: v >= 1 and v == int(v))),
+        min_rounds=int(
+            _number(
+                config, "tweak_min_rounds", 10, "an integer >= 1", lambda v: v >= 1 and v == int(v)
+            )
+        ),
+        cpu_threads=int(
+            _number(
+                config, "tweak_cpu_threads", 1, "an integer >= 0", lambda v: v >= 0 and v == int(v)
+            )
+        )
+        or None,
     )
     return TweakOptions(
         devices=tuple(devices),
@@ -165,8 +217,9 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
     )
 
 
-def _number(config: pytest.Config, name: str, default: float, allowed: str,
-            check: Any, strip: str = "") -> float:
+def _number(
+    config: pytest.Config, name: str, default: float, allowed: str, check: Any, strip: str = ""
+) -> float:
     raw, source = _raw(config, name)
     if raw is None:
         return default
@@ -202,9 +255,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for device in devices:
         found = availability(device)
-        marks = [] if found.available else [
-            pytest.mark.skip(reason=f"device {device} is not available: {found.reason}")
-        ]
+        marks = (
+            []
+            if found.available
+            else [pytest.mark.skip(reason=f"device {device} is not available: {found.reason}")]
+        )
         params += [
             pytest.param(_Case(device, config), id=f"{device}-{config.id}", marks=marks)
             for config in configs
@@ -218,7 +273,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("tweak", params, indirect=True)
 
 
-def _configs(metafunc: pytest.Metafunc, config_type: type) -> list[Any]:
+def _configs(
+    metafunc: pytest.Metafunc, config_type: type[TorchInductorBackendConfig]
+) -> list[TorchInductorBackendConfig]:
     marker = metafunc.definition.get_closest_marker("tweak_configs")
     where = metafunc.definition.nodeid
     if marker is None:
@@ -231,7 +288,7 @@ def _configs(metafunc: pytest.Metafunc, config_type: type) -> list[Any]:
         )
     if not marker.args:
         pytest.fail(f"{where}: tweak_configs() needs at least one config", pytrace=False)
-    by_id: dict[str, Any] = {}
+    by_id: dict[str, TorchInductorBackendConfig] = {}
     for config in marker.args:
         if not isinstance(config, config_type):
             pytest.fail(
@@ -261,8 +318,10 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
 
     case = getattr(request, "param", None)
     if not isinstance(case, _Case):
-        pytest.fail("the tweak fixture is parametrized by pytest-tweak; do not parametrize it",
-                    pytrace=False)
+        pytest.fail(
+            "the tweak fixture is parametrized by pytest-tweak; do not parametrize it",
+            pytrace=False,
+        )
     yield TweakFixture(request, request.config.stash[_SESSION_KEY], case.device, case.config)
 
 

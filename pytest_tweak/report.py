@@ -14,19 +14,26 @@ if TYPE_CHECKING:
 
 __all__ = ["failure_message", "summary_lines"]
 
-_HEADERS = ("test", "device", "config", "median", "graph breaks", "recompiles", "vs baseline",
-            "verdict")
+_HEADERS = (
+    "test",
+    "device",
+    "config",
+    "median",
+    "graph breaks",
+    "recompiles",
+    "vs baseline",
+    "verdict",
+)
 
 
-def failure_message(nodeid: str, verdict: Verdict, result: BenchmarkResult,
-                    baseline_path: str) -> str:
+def failure_message(
+    nodeid: str, verdict: Verdict, result: BenchmarkResult, baseline_path: str
+) -> str:
     """Why a case failed its baseline, with every number needed to act on it."""
     lines = [f"pytest-tweak: {nodeid} regressed against {baseline_path}:"]
     lines += [f"  - {problem}" for problem in verdict.problems]
     lines += _reasons(result)
-    lines.append(
-        "If the change is intended, record a new baseline with --tweak-save."
-    )
+    lines.append("If the change is intended, record a new baseline with --tweak-save.")
     return "\n".join(lines)
 
 
@@ -56,19 +63,33 @@ def _row(record: CaseRecord) -> tuple[str, ...]:
     breaks = str(result.graph_breaks)
     recompiles = str(result.recompiles)
     if baseline is not None and record.verdict.status is not Status.NOT_COMPARED:
-        breaks += f" (was {baseline.graph_breaks})" if baseline.graph_breaks != result.graph_breaks else ""
+        breaks += (
+            f" (was {baseline.graph_breaks})"
+            if baseline.graph_breaks != result.graph_breaks
+            else ""
+        )
         if baseline.recompiles != result.recompiles:
             recompiles += f" (was {baseline.recompiles})"
     name = record.nodeid.split("[", 1)[0]
-    return (name, record.device, record.config_id, median, breaks, recompiles,
-            _change(record.verdict), str(record.verdict.status))
+    return (
+        name,
+        record.device,
+        record.config_id,
+        median,
+        breaks,
+        recompiles,
+        _change(record.verdict),
+        str(record.verdict.status),
+    )
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     rows = [tuple(r) for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
     def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
     return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
 
 

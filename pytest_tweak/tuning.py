@@ -1,10 +1,10 @@
 """`Module`, tuning strategies and `tune`: measure backends on real input, keep the fastest.
 
-    strategy = BestOfStrategy([EagerBackend(), TorchInductorBackend(config_a), ...])
-    module = Module(model, "my-model", strategy=strategy)
-    result = tune(module, x)        # measures every backend on x
-    result.winner                   # the fastest backend
-    module(x)                       # runs the winner's compiled model
+strategy = BestOfStrategy([EagerBackend(), TorchInductorBackend(config_a), ...])
+module = Module(model, "my-model", strategy=strategy)
+result = tune(module, x)        # measures every backend on x
+result.winner                   # the fastest backend
+module(x)                       # runs the winner's compiled model
 """
 
 from __future__ import annotations
@@ -141,8 +141,13 @@ def tune(
     for backend in module.strategy.backends:
         try:
             measurements[backend.name] = run_case(
-                module.model, args, {}, backend=backend, device=where,
-                settings=settings, runner=LocalRunner(),
+                module.model,
+                args,
+                {},
+                backend=backend,
+                device=where,
+                settings=settings,
+                runner=LocalRunner(),
             )
         except CaseError as exc:
             errors[backend.name] = str(exc)

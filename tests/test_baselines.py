@@ -1,0 +1,163 @@
+"""The baseline file: load, validate, merge, atomic save; never lose what is on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_tweak.baselines import (
+    FORMAT,
+    VERSION,
+    BaselineEntry,
+    BaselineError,
+    load_baselines,
+    render,
+    save_baselines,
+)
+
+
+def entry(median: float = 0.001, breaks: int = 0, recompiles: int = 0) -> BaselineEntry:
+    return BaselineEntry(
+        median_s=median,
+        graph_breaks=breaks,
+        recompiles=recompiles,
+        device="cpu",
+        stats={"median": median, "rounds": 10},
+    )
+
+
+def test_missing_file_holds_no_baselines(tmp_path: Path) -> None:
+    assert load_baselines(tmp_path / "none.json") == {}
+
+
+def test_save_then_load_round_trips(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"t.py::a[cpu-default]": entry(0.002, 1, 2)})
+    assert load_baselines(path) == {"t.py::a[cpu-default]": entry(0.002, 1, 2)}
+
+
+def test_file_is_sorted_indented_and_stable(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"z": entry(), "a": entry()})
+    text = path.read_text()
+    assert text.endswith("}\n") and '\n  "cases": {\n' in text
+    assert text.index('"a"') < text.index('"z"')
+    data = json.loads(text)
+    assert (data["format"], data["version"]) == (FORMAT, VERSION)
+    before = path.read_bytes()
+    save_baselines(path, {"a": entry()})
+    assert path.read_bytes() == before  # re-saving the same numbers is an empty diff
+
+
+def test_save_keeps_entries_of_cases_that_did_not_run(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry(0.001), "b": entry(0.002)})
+    save_baselines(path, {"b": entry(0.003), "c": entry(0.004)})
+    assert {k: v.median_s for k, v in load_baselines(path).items()} == {
+        "a": 0.001,
+        "b": 0.003,
+        "c": 0.004,
+    }
+
+
+def test_save_merges_with_what_is_on_disk_now(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    save_baselines(path, {"other": entry()})  # e.g. another job saved meanwhile
+    save_baselines(path, {"b": entry()})
+    assert sorted(load_baselines(path)) == ["a", "b", "other"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("{not json", r"is not valid JSON \(line 1, column 2"),
+        ("", "is not valid JSON"),
+        ("[]", "is not a pytest-tweak baseline file"),
+        ('{"format": "other"}', "is not a pytest-tweak baseline file"),
+        (f'{{"format": "{FORMAT}", "version": 99, "cases": {{}}}}', "has version 99"),
+        (f'{{"format": "{FORMAT}", "version": 1, "cases": []}}', "'cases' must be an object"),
+        (
+            f'{{"format": "{FORMAT}", "version": 1, "cases": {{"t": {{"median_s": -1}}}}}}',
+            r"case 't': 'median_s' must be a positive number",
+        ),
+        (
+            f'{{"format": "{FORMAT}", "version": 1, "cases": {{"t": {{"median_s": 1, '
+            f'"graph_breaks": 1.5}}}}}}',
+            "'graph_breaks' must be an integer",
+        ),
+    ],
+)
+def test_broken_file_names_the_file_and_the_problem(
+    tmp_path: Path, text: str, problem: str
+) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(text)
+    with pytest.raises(BaselineError, match=problem) as info:
+        load_baselines(path)
+    assert str(path) in str(info.value)
+
+
+def test_broken_file_is_never_overwritten_by_save(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    path.write_text("{ broken")
+    with pytest.raises(BaselineError):
+        save_baselines(path, {"a": entry()})
+    assert path.read_text() == "{ broken"
+
+
+def test_undecodable_file_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(BaselineError, match="cannot be read"):
+        load_baselines(path)
+
+
+def test_failed_replace_leaves_the_old_file_whole_and_no_temp_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    before = path.read_bytes()
+
+    def crash(src: str, dst: str) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(BaselineError, match="could not be written: disk full"):
+        save_baselines(path, {"b": entry()})
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+
+
+def test_interrupted_write_leaves_the_old_file_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    before = path.read_bytes()
+
+    def interrupt(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        save_baselines(path, {"b": entry()})
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+
+
+def test_save_keeps_the_file_mode(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    path.chmod(0o640)
+    save_baselines(path, {"b": entry()})
+    assert path.stat().st_mode & 0o777 == 0o640
+
+
+def test_nan_is_refused_rather_than_written() -> None:
+    with pytest.raises(ValueError):
+        render({"a": BaselineEntry(median_s=float("nan"), graph_breaks=0, recompiles=0)})

@@ -1,0 +1,91 @@
+"""The cuda path, for real: these run where torch sees a CUDA device (they were run on an
+NVIDIA H200) and skip elsewhere. xpu shares this code path (`torch.get_device_module`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_plugin import CHANGING_SUITE, SPEC_IDS, SPEC_SUITE
+
+pytestmark = pytest.mark.skipif(
+    not torch.cuda.is_available(),
+    reason=f"needs cuda: torch.cuda.is_available() is False (torch {torch.__version__})",
+)
+
+SPEC_SUITE_WITH_CUDA = SPEC_SUITE.replace(
+    "@pytest.mark.xpu\n", "@pytest.mark.xpu\n@pytest.mark.cuda\n"
+)
+
+
+def test_spec_suite_runs_on_cuda_and_cpu(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile(test_tinynet=SPEC_SUITE_WITH_CUDA)
+    result = run_suite("--tweak-device=cuda,cpu", "--benchmark-json=bench.json")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["*test_tinynet_speed*cuda*default*0*0*new"])
+    names = {
+        b["name"] for b in json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
+    }
+    assert names == set(SPEC_IDS) | {name.replace("[cpu-", "[cuda-") for name in SPEC_IDS}
+
+
+def test_cuda_median_is_device_time(pytester: pytest.Pytester, run_suite) -> None:
+    """The median agrees with CUDA events around the same compiled model, and is far above
+    the time it takes only to launch the kernels."""
+    pytester.makepyfile("""
+        import time, torch
+
+        class Heavy(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = torch.nn.ModuleList(torch.nn.Linear(4096, 4096) for _ in range(8))
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = torch.relu(layer(x))
+                return x
+
+        def test_device_time(tweak):
+            model = Heavy().eval()
+            x = torch.randn(4096, 4096)
+            with torch.no_grad():
+                result = tweak.benchmark(model, x)
+                compiled = tweak.compile(model)
+                x = x.cuda()
+                for _ in range(3):
+                    compiled(x)
+                torch.cuda.synchronize()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                for _ in range(20):
+                    compiled(x)
+                end.record()
+                torch.cuda.synchronize()
+                event_s = start.elapsed_time(end) / 1000 / 20
+                launch_start = time.perf_counter()
+                compiled(x)
+                launch_s = time.perf_counter() - launch_start
+                torch.cuda.synchronize()
+            print(f"tweak {result.median_s:.6f} s, events {event_s:.6f} s, launch {launch_s:.6f} s")
+            assert 0.9 < result.median_s / event_s < 1.1
+            assert result.median_s > 5 * launch_s
+    """)
+    result = run_suite("--tweak-device=cuda", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["tweak * s, events * s, launch * s"])
+
+
+def test_save_then_compare_on_cuda_fails_exactly_the_regressed_test(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_changing=CHANGING_SUITE)
+    run_suite("--tweak-device=cuda", "--tweak-save").assert_outcomes(passed=4)
+    cases = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
+    assert all(key.endswith("[cuda-default]") for key in cases)
+    assert {case["device"] for case in cases.values()} == {"cuda"}
+    monkeypatch.setenv("TWEAK_CHANGE", "break")
+    result = run_suite("--tweak-device=cuda", "--tweak-threshold=100")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*graph breaks 1 vs baseline 0 (+1)"])

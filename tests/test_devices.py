@@ -1,0 +1,97 @@
+"""Device availability and synchronization. No XPU exists here: the xpu tests use a stand-in
+for ``torch.xpu`` (an honest fake: it only records what the shared accelerator path calls)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pytest_tweak.devices import DEVICES, availability, make_synchronizer, to_device
+
+
+class FakeXpuModule:
+    """Stands in for torch.xpu on a machine without an XPU."""
+
+    def __init__(self, available: bool) -> None:
+        self.available = available
+        self.synced: list[torch.device] = []
+
+    def is_available(self) -> bool:
+        return self.available
+
+    def device_count(self) -> int:
+        return 1 if self.available else 0
+
+    def synchronize(self, device: torch.device | None = None) -> None:
+        self.synced.append(device)  # type: ignore[arg-type]
+
+
+def test_cpu_is_always_available() -> None:
+    assert availability("cpu").available
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-cuda message")
+def test_missing_cuda_says_what_was_checked() -> None:
+    found = availability("cuda")
+    assert not found.available
+    assert found.reason == f"torch.cuda.is_available() returned False (torch {torch.__version__})"
+
+
+def test_xpu_unavailable_with_fake_xpu_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch, "xpu", FakeXpuModule(available=False))
+    found = availability("xpu")
+    assert not found.available and "torch.xpu.is_available() returned False" in found.reason
+
+
+def test_xpu_available_with_fake_xpu_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch, "xpu", FakeXpuModule(available=True))
+    found = availability("xpu")
+    assert found.available and "1 device(s)" in found.reason
+
+
+def test_torch_without_the_device_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(torch, "xpu", raising=False)
+    assert availability("xpu").reason == f"torch {torch.__version__} has no torch.xpu module"
+
+
+def test_raising_is_available_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeXpuModule(available=True)
+
+    def broken() -> bool:
+        raise RuntimeError("driver mismatch")
+
+    fake.is_available = broken  # type: ignore[method-assign]
+    monkeypatch.setattr(torch, "xpu", fake)
+    assert "raised RuntimeError: driver mismatch" in availability("xpu").reason
+
+
+def test_unknown_device_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        availability("tpu")
+    assert DEVICES == ("cpu", "cuda", "xpu")
+
+
+def test_xpu_sync_goes_through_the_device_module_with_fake_xpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake = FakeXpuModule(available=True)
+    monkeypatch.setattr(torch, "xpu", fake)
+    sync = make_synchronizer(torch.device("xpu", 0))
+    sync()
+    sync()
+    assert fake.synced == [torch.device("xpu", 0)] * 2
+
+
+def test_cpu_sync_does_nothing() -> None:
+    make_synchronizer(torch.device("cpu"))()  # no device module call, no error
+
+
+def test_to_device_moves_nested_tensors_and_keeps_the_rest() -> None:
+    from collections import namedtuple
+
+    Pair = namedtuple("Pair", "a b")
+    x = torch.ones(2)
+    moved = to_device({"t": [x, (x, 3)], "p": Pair(x, "s")}, torch.device("meta"))
+    assert moved["t"][0].device.type == "meta" and moved["t"][1][1] == 3
+    assert isinstance(moved["p"], Pair) and moved["p"].a.device.type == "meta"
+    assert moved["p"].b == "s"

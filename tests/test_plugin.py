@@ -1,0 +1,573 @@
+"""The plugin as users run it: real user suites in fresh pytest processes, real compiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+SPEC_SUITE = """
+import pytest, torch
+from pytest_tweak import TorchInductorBackendConfig
+
+class TinyNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(64, 64)
+        self.b = torch.nn.Linear(64, 8)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+CONFIGS = [
+    TorchInductorBackendConfig(mode="default"),
+    TorchInductorBackendConfig(mode="max-autotune-no-cudagraphs", dynamic=False),
+    TorchInductorBackendConfig(autocast_enabled=True, autocast_dtype=torch.bfloat16),
+]
+
+@pytest.mark.cpu
+@pytest.mark.xpu
+@pytest.mark.tweak_configs(*CONFIGS)
+def test_tinynet_speed(tweak):
+    model = TinyNet().eval()
+    x = torch.randn(32, 64)
+    result = tweak.benchmark(model, x)   # device move, compile, warm-up, timing, counters
+    assert result.graph_breaks == 0
+"""
+
+SPEC_IDS = [
+    "test_tinynet_speed[cpu-default]",
+    "test_tinynet_speed[cpu-max-autotune-no-cudagraphs-static]",
+    "test_tinynet_speed[cpu-autocast-bf16]",
+]
+
+# Each test's model changes when an environment variable is set: the "pull request" run.
+CHANGING_SUITE = """
+import os, pytest, torch
+from pytest_tweak import TorchInductorBackendConfig
+
+def changed(name):
+    return os.environ.get("TWEAK_CHANGE", "") == name
+
+class Stack(torch.nn.Module):
+    def __init__(self, depth, role):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(32, 32) for _ in range(depth))
+        self.role = role
+        self.count = 0
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        if self.role == "break" and changed("break"):
+            print("", end="")          # a new graph break
+        if self.role == "recompile" and changed("recompile"):
+            self.count += 1            # a changing Python attribute: recompiles
+            x = x * self.count
+        return x
+
+def test_control(tweak):
+    tweak.benchmark(Stack(2, "control").eval(), torch.randn(8, 32))
+
+def test_speed(tweak):
+    tweak.benchmark(Stack(60 if changed("slow") else 2, "slow").eval(), torch.randn(8, 32))
+
+def test_breaks(tweak):
+    tweak.benchmark(Stack(2, "break").eval(), torch.randn(8, 32))
+
+def test_recompiles(tweak):
+    tweak.benchmark(Stack(2, "recompile").eval(), torch.randn(8, 32))
+"""
+
+
+def _escape(name: str) -> str:
+    """A test id as an fnmatch pattern: brackets matched literally."""
+    return "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in name)
+
+
+def _baseline(path: Path) -> dict[str, dict[str, object]]:
+    data = json.loads(path.read_text())
+    assert data["format"] == "pytest-tweak-baselines"
+    return data["cases"]
+
+
+def test_spec_suite_runs_each_device_config_case_with_a_summary(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_tinynet=SPEC_SUITE)
+    result = run_suite("--tweak-device=cpu", "-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([f"*::{_escape(name)} PASSED*" for name in SPEC_IDS])
+    result.stdout.fnmatch_lines(
+        [
+            "*- tweak summary -*",
+            "test*device*config*median*graph breaks*recompiles*vs baseline*verdict",
+            "test_tinynet.py::test_tinynet_speed*cpu*default*us*0*0*-*new",
+            "test_tinynet.py::test_tinynet_speed*cpu*max-autotune-no-cudagraphs-static*0*0*new",
+            "test_tinynet.py::test_tinynet_speed*cpu*autocast-bf16*0*0*new",
+        ]
+    )
+    # every case is in pytest-benchmark's table too
+    result.stdout.fnmatch_lines(["*benchmark: 3 tests*"])
+    assert not (pytester.path / "tweak-baselines.json").exists()  # nothing saved by default
+
+
+def test_collect_ids_cover_selected_and_supported_devices(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(
+        test_ids="""
+        import pytest, torch
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        @pytest.mark.tweak_configs(C(), C(dynamic=False))
+        def test_all_devices(tweak): pass
+
+        @pytest.mark.cuda
+        def test_cuda_only(tweak): pass
+
+        def test_no_tweak(): pass
+    """
+    )
+    result = run_suite("--collect-only", "-q", "--tweak-device=cpu", "--tweak-device=cuda,xpu")
+    result.stdout.fnmatch_lines(
+        [
+            "test_ids.py::test_all_devices[cpu-default]",
+            "test_ids.py::test_all_devices[cpu-static]",
+            "test_ids.py::test_all_devices[cuda-default]",
+            "test_ids.py::test_all_devices[cuda-static]",
+            "test_ids.py::test_all_devices[xpu-default]",
+            "test_ids.py::test_all_devices[xpu-static]",
+            "test_ids.py::test_cuda_only[cuda-default]",
+            "test_ids.py::test_no_tweak",
+        ]
+    )
+
+
+def test_unavailable_devices_skip_naming_the_device_and_the_check(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_tinynet=SPEC_SUITE)
+    pytester.makepyfile(
+        test_cuda="""
+        import pytest
+        @pytest.mark.cuda
+        def test_cuda_only(tweak): raise AssertionError("must not run")
+    """
+    )
+    result = run_suite("--tweak-device=xpu,cuda", "-rs")
+    result.assert_outcomes(skipped=4)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] test_cuda.py:*: device cuda is not available: "
+            "torch.cuda.is_available() returned False (torch *)",
+            "SKIPPED [[]3[]] test_tinynet.py:*: device xpu is not available: "
+            "torch.xpu.is_available() returned False (torch *)",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+def test_test_for_a_device_not_selected_is_skipped_with_the_reason(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(
+        test_cuda="""
+        import pytest
+        @pytest.mark.cuda
+        @pytest.mark.xpu
+        def test_gpu_only(tweak): raise AssertionError("must not run")
+    """
+    )
+    result = run_suite("--tweak-device=cpu", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*supports cuda, xpu; selected by --tweak-device: cpu"])
+
+
+def test_markers_are_registered_and_documented(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--markers")
+    result.stdout.fnmatch_lines(
+        [
+            "@pytest.mark.cpu: the test supports the cpu device*",
+            "@pytest.mark.cuda: the test supports the cuda device*",
+            "@pytest.mark.xpu: the test supports the xpu device*",
+            "@pytest.mark.tweak_configs(*configs): run the test's `tweak` cases once per*",
+        ]
+    )
+
+
+def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--help")
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-tweak*",
+            "*--tweak-device=DEV*",
+            "*--tweak-save*",
+            "*--tweak-baseline=PATH*",
+            "*--tweak-threshold=PCT*",
+            "*tweak_threshold (string):*",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "message"),
+    [
+        (
+            ["--tweak-device=gpu"],
+            "",
+            "*--tweak-device: unknown device 'gpu'; allowed: cpu, cuda, xpu",
+        ),
+        (
+            ["--tweak-threshold=abc"],
+            "",
+            "*--tweak-threshold: invalid value 'abc'; expected a percentage > 0",
+        ),
+        (["--tweak-threshold=0"], "", "*--tweak-threshold: invalid value '0'*"),
+        ([], "tweak_threshold = -5", "*ini option tweak_threshold: invalid value '-5'*"),
+        ([], "tweak_device = cpu,tpu", "*ini option tweak_device: unknown device 'tpu'*"),
+        (
+            ["--tweak-min-rounds=2.5"],
+            "",
+            "*--tweak-min-rounds: invalid value '2.5'; expected an integer >= 1",
+        ),
+        (["--tweak-max-time=-1"], "", "*--tweak-max-time: invalid value '-1'*"),
+    ],
+)
+def test_bad_option_values_are_usage_errors(
+    pytester: pytest.Pytester, args: list[str], ini: str, message: str
+) -> None:
+    if ini:
+        pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+
+
+def test_loading_the_plugin_does_not_import_torch(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import sys
+        def test_plain(pytestconfig):
+            assert pytestconfig.pluginmanager.has_plugin("tweak")
+            assert "torch" not in sys.modules
+    """)
+    result = pytester.runpytest_subprocess("--tweak-device=cpu", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["tweak: devices=cpu, *"])
+
+
+def test_save_then_compare_fails_exactly_the_regressed_tests(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_changing=CHANGING_SUITE)
+    saved = run_suite("--tweak-save")
+    saved.assert_outcomes(passed=4)
+    saved.stdout.fnmatch_lines(["pytest-tweak: saved 4 case(s) to *tweak-baselines.json*"])
+    baseline_file = pytester.path / "tweak-baselines.json"
+    cases = _baseline(baseline_file)
+    assert sorted(cases) == [
+        f"test_changing.py::test_{n}[cpu-default]"
+        for n in ("breaks", "control", "recompiles", "speed")
+    ]
+    assert all(c["graph_breaks"] == 0 and c["recompiles"] == 0 for c in cases.values())
+
+    unchanged = run_suite("--tweak-threshold=100")
+    unchanged.assert_outcomes(passed=4)
+    unchanged.stdout.fnmatch_lines(["*test_control*cpu*default*unchanged"])
+
+    for change, problem in [
+        ("slow", "*median * vs baseline *: +*% slower, threshold 100%"),
+        ("break", "*graph breaks 1 vs baseline 0 (+1)"),
+        ("recompile", "*recompiles * vs baseline 0 (+*)"),
+    ]:
+        monkeypatch.setenv("TWEAK_CHANGE", change)
+        name = {"slow": "speed", "break": "breaks", "recompile": "recompiles"}[change]
+        result = run_suite("--tweak-threshold=100")
+        result.assert_outcomes(passed=3, failed=1)
+        result.stdout.fnmatch_lines([f"FAILED test_changing.py::test_{name}[[]cpu-default[]]*"])
+        result.stdout.fnmatch_lines(
+            [
+                f"pytest-tweak: test_changing.py::test_{name}[[]cpu-default[]] regressed against "
+                f"{pytester.path / 'tweak-baselines.json'}:",
+            ]
+        )
+        result.stdout.fnmatch_lines([problem])
+        result.stdout.fnmatch_lines([f"*test_{name}*cpu*default*regressed"])
+    # the graph-break failure says where the break is
+    monkeypatch.setenv("TWEAK_CHANGE", "break")
+    result = run_suite("--tweak-threshold=100")
+    result.stdout.fnmatch_lines(
+        [
+            "  graph breaks:",
+            '    test_changing.py:18 `print("", end="")          # a new graph break`: '
+            "Failed to trace builtin operator",
+        ]
+    )
+    assert _baseline(baseline_file) == cases  # comparing never writes the file
+
+
+def test_save_keeps_entries_of_cases_that_did_not_run(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile(test_changing=CHANGING_SUITE)
+    other = {"median_s": 0.5, "graph_breaks": 2, "recompiles": 1, "device": "cuda"}
+    pytester.path.joinpath("tweak-baselines.json").write_text(
+        json.dumps(
+            {
+                "format": "pytest-tweak-baselines",
+                "version": 1,
+                "cases": {"other.py::test_gpu[cuda-default]": other},
+            }
+        )
+    )
+    result = run_suite("--tweak-save", "-k", "control or speed")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*saved 2 case(s) to *(kept 1 other entry)"])
+    cases = _baseline(pytester.path / "tweak-baselines.json")
+    assert sorted(cases) == [
+        "other.py::test_gpu[cuda-default]",
+        "test_changing.py::test_control[cpu-default]",
+        "test_changing.py::test_speed[cpu-default]",
+    ]
+    assert cases["other.py::test_gpu[cuda-default]"]["median_s"] == 0.5
+    assert cases["other.py::test_gpu[cuda-default]"]["graph_breaks"] == 2
+
+
+def test_failing_test_is_not_saved_as_a_baseline(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import torch
+        def test_fails_after_measuring(tweak):
+            tweak.benchmark(torch.nn.Linear(8, 8), torch.randn(2, 8))
+            assert False, "user assertion"
+    """)
+    result = run_suite("--tweak-save")
+    result.assert_outcomes(failed=1)
+    assert _baseline(pytester.path / "tweak-baselines.json") == {}
+
+
+@pytest.mark.parametrize("save", [False, True])
+def test_broken_baseline_stops_the_run_and_is_never_overwritten(
+    pytester: pytest.Pytester, run_suite, save: bool
+) -> None:
+    pytester.makepyfile(test_tinynet=SPEC_SUITE)
+    path = pytester.path / "perf" / "base.json"
+    path.parent.mkdir()
+    path.write_text('{"format": "pytest-tweak-baselines", "version": 1, "cases": {')
+    result = run_suite("--tweak-baseline=perf/base.json", *(["--tweak-save"] if save else []))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: pytest-tweak: baseline file {path}: is not valid JSON (line 1, column *"
+            "Fix or remove the file (it is left as it is)."
+        ]
+    )
+    assert path.read_text() == '{"format": "pytest-tweak-baselines", "version": 1, "cases": {'
+
+
+def test_config_that_fails_to_compile_fails_only_its_test(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import pytest, torch
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        class Printing(torch.nn.Module):
+            def forward(self, x):
+                print("", end="")
+                return x + 1
+
+        @pytest.mark.tweak_configs(C(), C(fullgraph=True))
+        def test_model(tweak):
+            tweak.benchmark(Printing(), torch.randn(4))
+
+        def test_other(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """)
+    result = run_suite("-rf")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED *test_model[[]cpu-fullgraph[]]*"])
+    result.stdout.fnmatch_lines(["pytest-tweak: inductor-fullgraph on cpu: Unsupported: *"])
+    result.stdout.fnmatch_lines(['*print("", end="")*'])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_bad_marker_arguments_are_collection_errors(pytester: pytest.Pytester, run_suite) -> None:
+    header = "import pytest\nfrom pytest_tweak import TorchInductorBackendConfig as C\n"
+    pytester.makepyfile(
+        test_dict=header + '@pytest.mark.tweak_configs({"mode": "default"})\n'
+        "def test_dict(tweak): pass\n",
+        test_kwargs=header + "@pytest.mark.tweak_configs(C(), configs=[C()])\n"
+        "def test_kwargs(tweak): pass\n",
+        test_duplicate=header + '@pytest.mark.tweak_configs(C(), C(mode="default"))\n'
+        "def test_duplicate(tweak): pass\n",
+        test_empty=header + "@pytest.mark.tweak_configs()\ndef test_empty(tweak): pass\n",
+    )
+    result = run_suite("--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*4 errors*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_dict: tweak_configs takes TorchInductorBackendConfig objects, got {'mode': "
+            "'default'} (dict)",
+            "*test_duplicate: tweak_configs has two configs with the id 'default'*",
+            "*test_empty: tweak_configs() needs at least one config",
+            "*test_kwargs: tweak_configs takes configs as positional arguments, got keyword(s) "
+            "configs",
+        ]
+    )
+
+
+def test_invalid_config_in_a_suite_fails_collection_with_the_reason(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(
+        test_mode="""
+        import pytest
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        @pytest.mark.tweak_configs(C(mode="max_autotune"))
+        def test_x(tweak): pass
+    """
+    )
+    result = run_suite("--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*ValueError: unknown mode 'max_autotune'; torch * knows: *"])
+
+
+def test_counts_in_a_run_equal_explain(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import pytest, torch
+
+        class Item(torch.nn.Module):
+            def forward(self, x):
+                return x * x.sum().item()
+
+        class Branch(torch.nn.Module):
+            def forward(self, x):
+                if x.sum() > 0:
+                    return x * 2
+                return x - 1
+
+        class Printing(torch.nn.Module):
+            def forward(self, x):
+                x = x + 1
+                print("", end="")
+                return x * 2
+
+        @pytest.mark.parametrize("model_type", [Item, Branch, Printing])
+        def test_counts(tweak, model_type):
+            x = torch.ones(8)
+            result = tweak.benchmark(model_type(), x)
+            explained = torch._dynamo.explain(model_type())(x)
+            assert result.graph_breaks == explained.graph_break_count == 1
+            assert result.recompiles == 0
+            assert len(result.break_reasons) == 1
+    """)
+    run_suite().assert_outcomes(passed=3)
+
+
+def test_benchmark_json_holds_every_case_with_tweak_metrics(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_tinynet=SPEC_SUITE)
+    result = run_suite("--benchmark-json=bench.json")
+    result.assert_outcomes(passed=3)
+    data = json.loads((pytester.path / "bench.json").read_text())
+    benchmarks = {b["name"]: b for b in data["benchmarks"]}
+    assert sorted(benchmarks) == sorted(SPEC_IDS)
+    info = benchmarks["test_tinynet_speed[cpu-default]"]["extra_info"]["tweak"]
+    assert info["device"] == "cpu" and info["config"] == "default"
+    assert (info["graph_breaks"], info["recompiles"], info["verdict"]) == (0, 0, "new")
+    assert info["graph_count"] == 1 and info["compile_time_s"] > 0
+    stats = benchmarks["test_tinynet_speed[cpu-default]"]["stats"]
+    assert stats["rounds"] >= 5 and stats["median"] > 0
+
+
+def test_benchmark_disable_runs_each_case_once_and_skips_the_comparison(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import torch
+
+        class Counting(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = torch.nn.Linear(4, 4)
+                self.calls = 0
+
+            def forward(self, x):
+                return self.lin(x)
+
+        def test_once(tweak):
+            model = Counting()
+            model.register_forward_pre_hook(lambda m, a: setattr(m, "calls", m.calls + 1))
+            result = tweak.benchmark(model, torch.randn(2, 4))
+            assert model.calls == 1
+            assert result.median_s is None and result.stats is None
+            assert result.graph_breaks == 0 and result.compile_time_s > 0
+    """)
+    # a baseline this case could never meet: 1 ns
+    pytester.path.joinpath("tweak-baselines.json").write_text(
+        json.dumps(
+            {
+                "format": "pytest-tweak-baselines",
+                "version": 1,
+                "cases": {
+                    "test_benchmark_disable_runs_each_case_once_and_skips_the_comparison.py::"
+                    "test_once[cpu-default]": {"median_s": 1e-9, "graph_breaks": 0, "recompiles": 0}
+                },
+            }
+        )
+    )
+    result = run_suite("--benchmark-disable")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_once*cpu*default*-*-*not compared"])
+
+
+def test_ini_twins_set_device_threshold_baseline_and_save(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makeini("""
+        [pytest]
+        tweak_device = cpu
+        tweak_threshold = 40%
+        tweak_baseline = perf/baselines.json
+        tweak_save = true
+    """)
+    pytester.makepyfile("""
+        import torch
+        def test_lin(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """)
+    result = run_suite()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["tweak: devices=cpu, baseline=*perf/baselines.json, threshold=40%, save=yes*"]
+    )
+    assert list(_baseline(pytester.path / "perf" / "baselines.json")) == [
+        "test_ini_twins_set_device_threshold_baseline_and_save.py::test_lin[cpu-default]"
+    ]
+
+
+def test_fixture_attributes_and_compile(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import pytest, torch
+        from pytest_tweak import TorchInductorBackend, TorchInductorBackendConfig as C
+
+        @pytest.mark.tweak_configs(C(dynamic=False))
+        def test_attrs(tweak):
+            assert tweak.device == torch.device("cpu")
+            assert tweak.config == C(dynamic=False)
+            assert isinstance(tweak.backend, TorchInductorBackend)
+            assert tweak.backend.config is tweak.config
+            model = torch.nn.Linear(4, 4)
+            x = torch.randn(2, 4)
+            torch.testing.assert_close(tweak.compile(model)(x), model(x))
+            result = tweak.benchmark(model, x)
+            assert result.device == torch.device("cpu")
+            assert result.stats.min <= result.median_s <= result.stats.max
+            with pytest.raises(RuntimeError, match="once per test"):
+                tweak.benchmark(model, x)
+    """)
+    run_suite().assert_outcomes(passed=1)

@@ -1,0 +1,66 @@
+"""Module, strategies and tune: measure backends for real and keep the fastest."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from models import PrintBreak, TinyMLP
+
+from pytest_tweak import (
+    BestOfStrategy,
+    EagerBackend,
+    MeasureSettings,
+    Module,
+    OneBackendStrategy,
+    TorchInductorBackend,
+    TorchInductorBackendConfig,
+    tune,
+)
+
+QUICK = MeasureSettings(warmup_s=0.01, max_time_s=0.05, min_rounds=5)
+
+
+def test_best_of_measures_every_backend_and_keeps_the_fastest() -> None:
+    torch.manual_seed(0)
+    model, x = TinyMLP().eval(), torch.randn(8, 16)
+    expected = model(x)
+    strategy = BestOfStrategy([EagerBackend(), TorchInductorBackend()])
+    module = Module(model, "tiny", strategy=strategy)
+    result = tune(module, x, settings=QUICK)
+    assert set(result.measurements) == {"eager", "inductor-default"}
+    medians = {name: m.median_s for name, m in result.measurements.items()}
+    assert all(m is not None and m > 0 for m in medians.values())
+    assert result.winner.name == min(medians, key=lambda n: medians[n])  # type: ignore[arg-type, return-value]
+    assert result.best is result.measurements[result.winner.name]
+    assert module.tune_result is result
+    torch.testing.assert_close(module(x), expected)
+
+
+def test_one_backend_strategy_always_picks_its_backend() -> None:
+    backend = TorchInductorBackend(TorchInductorBackendConfig(dynamic=False))
+    module = Module(TinyMLP(), "tiny", strategy=OneBackendStrategy(backend))
+    result = tune(module, torch.randn(4, 16), settings=QUICK)
+    assert result.winner is backend
+    assert result.best.stats is not None and result.best.stats.rounds >= 5
+
+
+def test_a_backend_that_fails_is_reported_and_the_rest_still_run() -> None:
+    failing = TorchInductorBackend(TorchInductorBackendConfig(fullgraph=True))
+    strategy = BestOfStrategy([failing, EagerBackend()])
+    result = tune(Module(PrintBreak(), "print", strategy), torch.randn(4, 16), settings=QUICK)
+    assert result.winner.name == "eager"
+    assert set(result.measurements) == {"eager"}
+    error = result.errors["inductor-fullgraph"]
+    assert error.startswith("inductor-fullgraph on cpu: Unsupported: ")
+    assert 'print("", end="")' in error  # the user's source line
+
+
+def test_strategies_check_their_input() -> None:
+    with pytest.raises(ValueError, match="at least one backend"):
+        BestOfStrategy([])
+    with pytest.raises(ValueError, match="same backend twice: eager"):
+        BestOfStrategy([EagerBackend(), EagerBackend()])
+    with pytest.raises(TypeError):
+        OneBackendStrategy("inductor")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="tune takes a Module"):
+        tune(TinyMLP(), torch.randn(1, 16))  # type: ignore[arg-type]
