@@ -81,6 +81,12 @@ def test_recompiles(tweak):
 """
 
 
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _escape(name: str) -> str:
     """A test id as an fnmatch pattern: brackets matched literally."""
     return "".join({"[": "[[]", "]": "[]]"}.get(c, c) for c in name)
@@ -149,6 +155,20 @@ def test_unavailable_devices_skip_naming_the_device_and_the_check(
     pytester: pytest.Pytester, run_suite
 ) -> None:
     pytester.makepyfile(test_tinynet=SPEC_SUITE)
+    result = run_suite("--tweak-device=xpu", "-rs")  # no XPU anywhere here
+    result.assert_outcomes(skipped=3)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]3[]] test_tinynet.py:*: device xpu is not available: "
+            "torch.xpu.is_available() returned False (torch *)",
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str()
+
+
+@pytest.mark.skipif(_cuda_available(), reason="checks the skip on a machine without cuda")
+def test_cuda_cases_skip_without_cuda(pytester: pytest.Pytester, run_suite) -> None:
     pytester.makepyfile(
         test_cuda="""
         import pytest
@@ -156,18 +176,14 @@ def test_unavailable_devices_skip_naming_the_device_and_the_check(
         def test_cuda_only(tweak): raise AssertionError("must not run")
     """
     )
-    result = run_suite("--tweak-device=xpu,cuda", "-rs")
-    result.assert_outcomes(skipped=4)
-    assert result.ret == 0
+    result = run_suite("--tweak-device=cuda,xpu", "-rs")
+    result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
         [
             "SKIPPED [[]1[]] test_cuda.py:*: device cuda is not available: "
             "torch.cuda.is_available() returned False (torch *)",
-            "SKIPPED [[]3[]] test_tinynet.py:*: device xpu is not available: "
-            "torch.xpu.is_available() returned False (torch *)",
         ]
     )
-    assert "INTERNALERROR" not in result.stdout.str()
 
 
 def test_test_for_a_device_not_selected_is_skipped_with_the_reason(
@@ -247,16 +263,33 @@ def test_bad_option_values_are_usage_errors(
     result.stderr.fnmatch_lines([message])
 
 
-def test_loading_the_plugin_does_not_import_torch(pytester: pytest.Pytester) -> None:
+def test_loading_the_plugin_does_not_import_torch(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile("""
         import sys
-        def test_plain(pytestconfig):
-            assert pytestconfig.pluginmanager.has_plugin("tweak")
+        def test_plain():
             assert "torch" not in sys.modules
     """)
-    result = pytester.runpytest_subprocess("--tweak-device=cpu", "-p", "no:cacheprovider")
+    # only this plugin: another installed plugin may import torch itself
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess(
+        "-p", "pytest_tweak.plugin", "--tweak-device=cpu", "-p", "no:cacheprovider"
+    )
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["tweak: devices=cpu, *"])
+
+
+def test_installing_is_enabling_through_the_pytest11_entry_point(pytester: pytest.Pytester) -> None:
+    from importlib.metadata import entry_points
+
+    (found,) = [e for e in entry_points(group="pytest11") if e.name == "tweak"]
+    assert found.value == "pytest_tweak.plugin"
+    pytester.makepyfile("""
+        def test_enabled(pytestconfig):
+            assert pytestconfig.pluginmanager.has_plugin("tweak")
+    """)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_save_then_compare_fails_exactly_the_regressed_tests(
