@@ -86,6 +86,8 @@ def test_save_then_compare_on_cuda_fails_exactly_the_regressed_test(
     assert all(key.endswith("[cuda-default]") for key in cases)
     assert {case["device"] for case in cases.values()} == {"cuda"}
     monkeypatch.setenv("TWEAK_CHANGE", "break")
-    result = run_suite("--tweak-device=cuda", "--tweak-threshold=100")
+    # This test is about the graph break; tiny launch-bound models on a GPU, timed with the
+    # fast test settings, moved by more than 100 % between processes on the H200.
+    result = run_suite("--tweak-device=cuda", "--tweak-threshold=1000")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*graph breaks 1 vs baseline 0 (+1)"])
