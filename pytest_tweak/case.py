@@ -109,41 +109,13 @@ def run_case(
     Raises:
         CaseError: compiling or running the model failed.
     """
-    threads = settings.cpu_threads if device.type == "cpu" else None
-    with _torch_threads(threads):
-        return _run_case(
-            model, args, kwargs, backend=backend, device=device, settings=settings, runner=runner
-        )
-
-
-@contextlib.contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    if threads is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def _run_case(
-    model: Callable[..., Any],
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    *,
-    backend: Backend,
-    device: torch.device,
-    settings: MeasureSettings,
-    runner: Runner,
-) -> BenchmarkResult:
     model = to_device(model, device)
     args = to_device(tuple(args), device)
     kwargs = to_device(dict(kwargs), device)
     sync = make_synchronizer(device)
 
+    # inductor builds the cpu thread count into its kernels: set it before compiling
+    threads = settings.cpu_threads if device.type == "cpu" else None
     reset_dynamo()
     compiled: Callable[..., Any] = model
     compile_time_s = 0.0
@@ -162,14 +134,15 @@ def _run_case(
     samples: Sequence[float] = ()
     plan: Plan | None = None
     try:
-        compiled = backend.compile(model, device)
-        if runner.disabled:
-            output = runner.run_once(first_call)
-        else:
-            output = first_call()
-            warm_up(call, sync, settings)
-            plan = plan_rounds(call, sync, settings)
-            samples = runner.time(call, sync, plan)
+        with _torch_threads(threads):
+            compiled = backend.compile(model, device)
+            if runner.disabled:
+                output = runner.run_once(first_call)
+            else:
+                output = first_call()
+                warm_up(call, sync, settings)
+                plan = plan_rounds(call, sync, settings)
+                samples = runner.time(call, sync, plan)
     except Exception as exc:
         raise CaseError(_describe_failure(backend, device, exc)) from exc
     counts = read_counts()
@@ -189,6 +162,19 @@ def _run_case(
         compile_time_s=compile_time_s,
         output=output,
     )
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    if threads is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _describe_failure(backend: Backend, device: torch.device, exc: BaseException) -> str:

@@ -50,61 +50,34 @@ CPU_THREADS_HELP = (
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
 
 
+# name (without the "tweak_" prefix), metavar (None: a flag), help; each has an ini twin.
+_OPTIONS: tuple[tuple[str, str | None, str], ...] = (
+    ("device", "DEV", DEVICE_HELP),
+    ("save", None, SAVE_HELP),
+    ("baseline", "PATH", BASELINE_HELP),
+    ("threshold", "PCT", THRESHOLD_HELP),
+    ("warmup", "SECONDS", WARMUP_HELP),
+    ("max_time", "SECONDS", MAX_TIME_HELP),
+    ("min_rounds", "N", MIN_ROUNDS_HELP),
+    ("cpu_threads", "N", CPU_THREADS_HELP),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tweak", "pytest-tweak: speed of torch.compile'd models")
-    group.addoption(
-        "--tweak-device",
-        action="append",
-        dest="tweak_device",
-        metavar="DEV",
-        default=None,
-        help=DEVICE_HELP,
-    )
-    group.addoption(
-        "--tweak-save", action="store_true", dest="tweak_save", default=None, help=SAVE_HELP
-    )
-    group.addoption(
-        "--tweak-baseline", dest="tweak_baseline", metavar="PATH", default=None, help=BASELINE_HELP
-    )
-    group.addoption(
-        "--tweak-threshold",
-        dest="tweak_threshold",
-        metavar="PCT",
-        default=None,
-        help=THRESHOLD_HELP,
-    )
-    group.addoption(
-        "--tweak-warmup", dest="tweak_warmup", metavar="SECONDS", default=None, help=WARMUP_HELP
-    )
-    group.addoption(
-        "--tweak-max-time",
-        dest="tweak_max_time",
-        metavar="SECONDS",
-        default=None,
-        help=MAX_TIME_HELP,
-    )
-    group.addoption(
-        "--tweak-min-rounds",
-        dest="tweak_min_rounds",
-        metavar="N",
-        default=None,
-        help=MIN_ROUNDS_HELP,
-    )
-    group.addoption(
-        "--tweak-cpu-threads",
-        dest="tweak_cpu_threads",
-        metavar="N",
-        default=None,
-        help=CPU_THREADS_HELP,
-    )
-    parser.addini("tweak_device", DEVICE_HELP, type="string", default="")
-    parser.addini("tweak_save", SAVE_HELP, type="bool", default=False)
-    parser.addini("tweak_baseline", BASELINE_HELP, type="string", default="")
-    parser.addini("tweak_threshold", THRESHOLD_HELP, type="string", default="")
-    parser.addini("tweak_warmup", WARMUP_HELP, type="string", default="")
-    parser.addini("tweak_max_time", MAX_TIME_HELP, type="string", default="")
-    parser.addini("tweak_min_rounds", MIN_ROUNDS_HELP, type="string", default="")
-    parser.addini("tweak_cpu_threads", CPU_THREADS_HELP, type="string", default="")
+    for name, metavar, help_text in _OPTIONS:
+        dest = f"tweak_{name}"
+        flag = "--" + dest.replace("_", "-")
+        if metavar is None:
+            group.addoption(flag, action="store_true", dest=dest, default=None, help=help_text)
+            parser.addini(dest, help_text, type="bool", default=False)
+            continue
+        # --tweak-device may be repeated; the others take one value
+        action = "append" if name == "device" else "store"
+        group.addoption(
+            flag, action=action, dest=dest, metavar=metavar, default=None, help=help_text
+        )
+        parser.addini(dest, help_text, type="string", default="")
 
 
 def pytest_configure(config: pytest.Config) -> None:
