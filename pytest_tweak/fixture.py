@@ -12,7 +12,7 @@ from .backends import TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
 from .config import TorchInductorBackendConfig
 from .devices import to_device
-from .measure import Plan
+from .measure import Plan, SyncEvery, gc_paused
 from .report import failure_message
 from .session import CaseRecord, TweakSession
 
@@ -39,8 +39,6 @@ class _PedanticRunner:
     def time(
         self, call: Callable[[], Any], sync: Callable[[], None], plan: Plan
     ) -> Sequence[float]:
-        from .measure import SyncEvery, gc_paused
-
         timed = SyncEvery(call, sync, plan.iterations)
         with gc_paused():
             sync()

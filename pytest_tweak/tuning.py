@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .backends import Backend, model_device
+from .backends import Backend, TorchInductorBackend, model_device
 from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
 from .measure import MeasureSettings
@@ -75,8 +75,6 @@ class Module:
         if not name:
             raise ValueError("Module needs a non-empty name")
         if strategy is None:
-            from .backends import TorchInductorBackend
-
             strategy = OneBackendStrategy(TorchInductorBackend())
         self.model = model
         self.name = name

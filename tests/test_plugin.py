@@ -604,3 +604,18 @@ def test_fixture_attributes_and_compile(pytester: pytest.Pytester, run_suite) ->
                 tweak.benchmark(model, x)
     """)
     run_suite().assert_outcomes(passed=1)
+
+
+def test_benchmark_save_stores_the_cases_in_pytest_benchmarks_storage(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import torch
+        def test_lin(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """)
+    run_suite("--benchmark-save=first").assert_outcomes(passed=1)
+    (saved,) = pytester.path.joinpath(".benchmarks").rglob("*_first.json")
+    (bench,) = json.loads(saved.read_text())["benchmarks"]
+    assert bench["name"] == "test_lin[cpu-default]"
+    assert bench["extra_info"]["tweak"]["config"] == "default"
