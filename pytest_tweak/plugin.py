@@ -39,12 +39,16 @@ THRESHOLD_HELP = (
     "allowed slow-down of a case's median against its baseline, in percent "
     f"(default: {DEFAULT_THRESHOLD_PCT:g})"
 )
-WARMUP_HELP = "seconds of warm-up calls per case after the compiling call (default: 0.2)"
-MAX_TIME_HELP = "seconds of timed rounds per case (default: 1.0)"
-MIN_ROUNDS_HELP = "fewest timed rounds per case (default: 10)"
+# The measurement defaults live in MeasureSettings; the options only override them.
+_DEFAULTS = MeasureSettings()
+WARMUP_HELP = (
+    f"seconds of warm-up calls per case after the compiling call (default: {_DEFAULTS.warmup_s:g})"
+)
+MAX_TIME_HELP = f"seconds of timed rounds per case (default: {_DEFAULTS.max_time_s:g})"
+MIN_ROUNDS_HELP = f"fewest timed rounds per case (default: {_DEFAULTS.min_rounds})"
 CPU_THREADS_HELP = (
     "torch intra-op threads for cpu cases, compile included; 0 keeps torch's own setting "
-    "(default: 1)"
+    f"(default: {_DEFAULTS.cpu_threads or 0})"
 )
 
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
@@ -167,16 +171,28 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         strip="%",
     )
     settings = MeasureSettings(
-        warmup_s=_number(config, "tweak_warmup", 0.2, "seconds >= 0", lambda v: v >= 0),
-        max_time_s=_number(config, "tweak_max_time", 1.0, "seconds >= 0", lambda v: v >= 0),
+        warmup_s=_number(
+            config, "tweak_warmup", _DEFAULTS.warmup_s, "seconds >= 0", lambda v: v >= 0
+        ),
+        max_time_s=_number(
+            config, "tweak_max_time", _DEFAULTS.max_time_s, "seconds >= 0", lambda v: v >= 0
+        ),
         min_rounds=int(
             _number(
-                config, "tweak_min_rounds", 10, "an integer >= 1", lambda v: v >= 1 and v == int(v)
+                config,
+                "tweak_min_rounds",
+                _DEFAULTS.min_rounds,
+                "an integer >= 1",
+                lambda v: v >= 1 and v == int(v),
             )
         ),
         cpu_threads=int(
             _number(
-                config, "tweak_cpu_threads", 1, "an integer >= 0", lambda v: v >= 0 and v == int(v)
+                config,
+                "tweak_cpu_threads",
+                _DEFAULTS.cpu_threads or 0,
+                "an integer >= 0",
+                lambda v: v >= 0 and v == int(v),
             )
         )
         or None,

@@ -63,11 +63,8 @@ def _row(record: CaseRecord) -> tuple[str, ...]:
     breaks = str(result.graph_breaks)
     recompiles = str(result.recompiles)
     if baseline is not None and record.verdict.status is not Status.NOT_COMPARED:
-        breaks += (
-            f" (was {baseline.graph_breaks})"
-            if baseline.graph_breaks != result.graph_breaks
-            else ""
-        )
+        if baseline.graph_breaks != result.graph_breaks:
+            breaks += f" (was {baseline.graph_breaks})"
         if baseline.recompiles != result.recompiles:
             recompiles += f" (was {baseline.recompiles})"
     name = record.nodeid.split("[", 1)[0]
