@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .counters import Recompile as Recompile
     from .fixture import TweakFixture as TweakFixture
     from .measure import MeasureSettings as MeasureSettings
-    from .measure import Stats as Stats
+    from .stats import Summary as Summary
     from .tuning import BestOfStrategy as BestOfStrategy
     from .tuning import Module as Module
     from .tuning import OneBackendStrategy as OneBackendStrategy
@@ -39,7 +39,7 @@ _EXPORTS = {
     "BreakReason": "counters",
     "Recompile": "counters",
     "MeasureSettings": "measure",
-    "Stats": "measure",
+    "Summary": "stats",
     "TweakFixture": "fixture",
     "BestOfStrategy": "tuning",
     "Module": "tuning",

@@ -89,6 +89,15 @@ class TorchInductorBackend:
         dtype = _autocast_dtype(self.config, device)
         return _with_autocast(compiled, device.type, dtype)
 
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """The model uncompiled, under the same autocast as `compile`: the speed-up's base."""
+        if not self.config.autocast_enabled:
+            return model
+        device = device if device is not None else model_device(model)
+        return _with_autocast(model, device.type, _autocast_dtype(self.config, device))
+
 
 class EagerBackend:
     """No compilation: the model runs as written. The reference for speed-ups."""

@@ -6,13 +6,22 @@ Format (JSON, keys sorted, two-space indent, one trailing newline)::
       "cases": {
         "tests/perf/test_net.py::test_speed[cpu-default]": {
           "compile_time_s": 3.1, "config": {...}, "device": "cpu",
-          "graph_breaks": 0, "graph_count": 1, "median_s": 0.000123,
-          "recompiles": 0, "stats": {...}, "torch": "2.13.0+cpu"
+          "graph_breaks": 0, "graph_count": 1, "recompiles": 0, "torch": "2.13.0+cpu",
+          "runs": [
+            {"timing": SUMMARY, "normalized": SUMMARY, "speedup": SUMMARY}, ...
+          ]
         }
       },
       "format": "pytest-tweak-baselines",
-      "version": 1
+      "version": 2
     }
+
+where each SUMMARY is ``{"n", "median", "q1", "q3", "min", "max", "log_sd"}`` of one run's
+samples (`pytest_tweak.stats.Summary`): ``timing`` in seconds per call, ``normalized`` the
+case's time over the reference workload's, ``speedup`` eager over compiled. An entry holds one
+run, or several when runs are appended (``--tweak-save --tweak-append``): their spread is the
+between-run noise the verdict accounts for. Version-1 files (one median per case) are read as
+one run each and rewritten as version 2 on the next save.
 
 A broken file is never written over: loading raises `BaselineError`, and `save_baselines`
 reads the file again right before writing, refuses if it is broken, and replaces it
@@ -28,21 +37,27 @@ import math
 import os
 import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from .stats import Summary
+
 __all__ = [
     "FORMAT",
+    "MAX_RUNS",
     "VERSION",
     "BaselineEntry",
     "BaselineError",
+    "RunRecord",
     "load_baselines",
     "save_baselines",
 ]
 
 FORMAT = "pytest-tweak-baselines"
-VERSION = 1
+VERSION = 2
+#: Runs kept per entry when runs are appended (``--tweak-save --tweak-append``).
+MAX_RUNS = 20
 
 
 class BaselineError(Exception):
@@ -55,40 +70,81 @@ class BaselineError(Exception):
 
 
 @dataclass(frozen=True)
-class BaselineEntry:
-    """What was recorded for one case."""
+class RunRecord:
+    """One recorded run of a case: summaries of its samples.
 
-    median_s: float
+    Attributes:
+        timing: Seconds per call.
+        normalized: The case's time over the reference workload's, round by round.
+        speedup: The eager model's time over the compiled one's, round by round.
+    """
+
+    timing: Summary
+    normalized: Summary | None = None
+    speedup: Summary | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "timing": self.timing.as_dict(),
+            "normalized": None if self.normalized is None else self.normalized.as_dict(),
+            "speedup": None if self.speedup is None else self.speedup.as_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str) -> RunRecord:
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
+        optional = {}
+        for name in ("normalized", "speedup"):
+            value = data.get(name)
+            optional[name] = None if value is None else Summary.from_dict(value, f"{where}.{name}")
+        return cls(timing=Summary.from_dict(data.get("timing"), f"{where}.timing"), **optional)
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """What was recorded for one case: its runs (oldest first) and its dynamo counts."""
+
+    runs: tuple[RunRecord, ...]
     graph_breaks: int
     recompiles: int
     graph_count: int = 0
     compile_time_s: float | None = None
     device: str | None = None
-    stats: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
     torch: str | None = None
 
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("a baseline entry needs at least one run")
+
+    @property
+    def median_s(self) -> float:
+        """The baseline's seconds per call: the geometric mean of its runs' medians."""
+        return _geometric_mean([run.timing.median for run in self.runs])
+
+    def appended(self, newer: BaselineEntry) -> BaselineEntry:
+        """``newer``, carrying this entry's runs before its own (at most `MAX_RUNS`)."""
+        runs = (*self.runs, *newer.runs)[-MAX_RUNS:]
+        return replace(newer, runs=runs)
+
     def as_dict(self) -> dict[str, Any]:
         return {
-            "median_s": self.median_s,
+            "runs": [run.as_dict() for run in self.runs],
             "graph_breaks": self.graph_breaks,
             "recompiles": self.recompiles,
             "graph_count": self.graph_count,
             "compile_time_s": self.compile_time_s,
             "device": self.device,
-            "stats": dict(self.stats),
             "config": dict(self.config),
             "torch": self.torch,
         }
 
     @classmethod
-    def from_dict(cls, data: Any, where: str) -> BaselineEntry:
-        """Build from parsed JSON; `ValueError` names the field that is wrong."""
+    def from_dict(cls, data: Any, where: str, version: int = VERSION) -> BaselineEntry:
+        """Build from parsed JSON of file ``version``; `ValueError` names what is wrong."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
-        median = data.get("median_s")
-        if not _is_number(median) or not math.isfinite(median) or median <= 0:
-            raise ValueError(f"{where}: 'median_s' must be a positive number, got {median!r}")
         counts = {}
         for name in ("graph_breaks", "recompiles", "graph_count"):
             value = data.get(name, 0)
@@ -98,18 +154,61 @@ class BaselineEntry:
         compile_time = data.get("compile_time_s")
         if compile_time is not None and not _is_number(compile_time):
             raise ValueError(f"{where}: 'compile_time_s' must be a number, got {compile_time!r}")
-        for name in ("stats", "config"):
-            if not isinstance(data.get(name, {}), dict):
-                raise ValueError(f"{where}: {name!r} must be an object")
+        if not isinstance(data.get("config", {}), dict):
+            raise ValueError(f"{where}: 'config' must be an object")
+        if version == 1:
+            runs: tuple[RunRecord, ...] = (_run_from_v1(data, where),)
+        else:
+            raw_runs = data.get("runs")
+            if not isinstance(raw_runs, list) or not raw_runs:
+                raise ValueError(f"{where}: 'runs' must be a non-empty list of runs")
+            runs = tuple(
+                RunRecord.from_dict(run, f"{where}.runs[{i}]") for i, run in enumerate(raw_runs)
+            )
         return cls(
-            median_s=float(median),
+            runs=runs,
             compile_time_s=None if compile_time is None else float(compile_time),
             device=_optional_str(data.get("device")),
-            stats=dict(data.get("stats", {})),
             config=dict(data.get("config", {})),
             torch=_optional_str(data.get("torch")),
             **counts,
         )
+
+
+def _run_from_v1(data: dict[str, Any], where: str) -> RunRecord:
+    """A version-1 entry held one median (and mean/stddev/rounds): one run, no companions."""
+    median = data.get("median_s")
+    if not _is_number(median) or not math.isfinite(median) or median <= 0:
+        raise ValueError(f"{where}: 'median_s' must be a positive number, got {median!r}")
+    stats = data.get("stats", {})
+    if not isinstance(stats, dict):
+        raise ValueError(f"{where}: 'stats' must be an object")
+    rounds = stats.get("rounds", 1)
+    stddev = stats.get("stddev", 0.0)
+    n = rounds if isinstance(rounds, int) and not isinstance(rounds, bool) and rounds > 0 else 1
+    spread = float(stddev) if _is_number(stddev) and math.isfinite(stddev) else 0.0
+    low = stats.get("min", median)
+    high = stats.get("max", median)
+    low = float(low) if _is_number(low) and 0 < low <= median else float(median)
+    high = float(high) if _is_number(high) and high >= median else float(median)
+    # the median's standard error of a normal sample, 1.2533 sd / sqrt(n), on the log scale
+    log_sd = 1.2533 * max(spread, 0.0) / float(median) / math.sqrt(n)
+    timing = Summary(
+        n=n,
+        median=float(median),
+        q1=float(median),
+        q3=float(median),
+        min=low,
+        max=high,
+        log_sd=log_sd,
+    )
+    return RunRecord(timing=timing)
+
+
+def _geometric_mean(values: list[float]) -> float:
+    if len(values) == 1:
+        return values[0]
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _is_number(value: Any) -> TypeGuard[float]:
@@ -118,6 +217,9 @@ def _is_number(value: Any) -> TypeGuard[float]:
 
 def _optional_str(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+_READABLE_VERSIONS = (1, 2)
 
 
 def load_baselines(path: Path) -> dict[str, BaselineEntry]:
@@ -141,16 +243,20 @@ def load_baselines(path: Path) -> dict[str, BaselineEntry]:
         ) from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BaselineError(path, f'is not a pytest-tweak baseline file (no "format": "{FORMAT}")')
-    if data.get("version") != VERSION:
+    version = data.get("version")
+    if version not in _READABLE_VERSIONS:
         raise BaselineError(
-            path, f"has version {data.get('version')!r}; this pytest-tweak reads version {VERSION}"
+            path,
+            f"has version {version!r}; this pytest-tweak reads versions "
+            f"{', '.join(map(str, _READABLE_VERSIONS))}",
         )
     cases = data.get("cases")
     if not isinstance(cases, dict):
         raise BaselineError(path, "'cases' must be an object mapping test ids to entries")
     try:
         return {
-            key: BaselineEntry.from_dict(value, f"case {key!r}") for key, value in cases.items()
+            key: BaselineEntry.from_dict(value, f"case {key!r}", version)
+            for key, value in cases.items()
         }
     except ValueError as exc:
         raise BaselineError(path, str(exc)) from exc
@@ -166,18 +272,23 @@ def render(entries: Mapping[str, BaselineEntry]) -> str:
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
-def save_baselines(path: Path, updates: Mapping[str, BaselineEntry]) -> dict[str, BaselineEntry]:
+def save_baselines(
+    path: Path, updates: Mapping[str, BaselineEntry], *, append: bool = False
+) -> dict[str, BaselineEntry]:
     """Merge ``updates`` into the file at ``path`` and replace it atomically.
 
-    Entries of cases not in ``updates`` are kept as they are on disk now. Returns what was
-    written.
+    Entries of cases not in ``updates`` are kept as they are on disk now. With ``append``, an
+    update adds its runs to the entry on disk (keeping the newest `MAX_RUNS`) instead of
+    replacing them. A version-1 file is rewritten as version 2. Returns what was written.
 
     Raises:
         BaselineError: the existing file is broken (it is left untouched), or writing failed
             (the old file is left untouched).
     """
     merged = load_baselines(path)
-    merged.update(updates)
+    for key, entry in updates.items():
+        old = merged.get(key)
+        merged[key] = old.appended(entry) if append and old is not None else entry
     text = render(merged)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

@@ -1,7 +1,7 @@
 """One case: a model, its inputs, a backend and a device, compiled, counted and timed.
 
-`run_case` is shared by the ``tweak`` fixture (which times through pytest-benchmark) and by
-`tune` (which times on its own); a `Runner` says how the timed rounds are taken.
+`run_case` is shared by the ``tweak`` fixture (which reports the samples to pytest-benchmark)
+and by `tune`; a `Runner` says whether timing is on and where the samples go.
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import torch
 from .backends import Backend
 from .counters import BreakReason, Recompile, read_counts, reset_dynamo
 from .devices import make_synchronizer, to_device
-from .measure import MeasureSettings, Plan, Stats, plan_rounds, time_rounds, warm_up
+from .measure import Measurement, MeasureSettings, make_timer, measure, reference_workload
+from .stats import Summary
 
-__all__ = ["BenchmarkResult", "CaseError", "LocalRunner", "Runner", "run_case"]
+__all__ = ["BenchmarkResult", "CaseError", "LocalRunner", "Phases", "Runner", "run_case"]
 
 
 class CaseError(RuntimeError):
@@ -27,7 +28,7 @@ class CaseError(RuntimeError):
 
 
 class Runner(Protocol):
-    """How a case's calls are made and timed."""
+    """Where a case's samples are reported, and whether timing is on at all."""
 
     @property
     def disabled(self) -> bool:
@@ -36,23 +37,34 @@ class Runner(Protocol):
 
     def run_once(self, call: Callable[[], Any]) -> Any: ...
 
-    def time(
-        self, call: Callable[[], Any], sync: Callable[[], None], plan: Plan
-    ) -> Sequence[float]: ...
+    def record(self, samples: Sequence[float], iterations: int) -> None:
+        """Hand the case's samples (seconds per call) to whoever reports them."""
+        ...
 
 
 class LocalRunner:
-    """Time with `time_rounds`, outside pytest-benchmark (used by `tune`)."""
+    """Measure outside pytest-benchmark (used by `tune`): nothing to report to."""
 
     disabled = False
 
     def run_once(self, call: Callable[[], Any]) -> Any:
         return call()
 
-    def time(
-        self, call: Callable[[], Any], sync: Callable[[], None], plan: Plan
-    ) -> Sequence[float]:
-        return time_rounds(call, sync, plan)
+    def record(self, samples: Sequence[float], iterations: int) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class Phases:
+    """Seconds spent per phase of a case: the compiling first call, calibration and warm-up
+    (``warmup_s``), and sampling."""
+
+    compile_s: float = 0.0
+    warmup_s: float = 0.0
+    measure_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"compile_s": self.compile_s, "warmup_s": self.warmup_s, "measure_s": self.measure_s}
 
 
 @dataclass(frozen=True)
@@ -63,8 +75,18 @@ class BenchmarkResult:
         backend: Name of the backend, e.g. ``inductor-default`` or ``eager``.
         device: The device the case ran on.
         median_s: Median seconds per call; ``None`` when timing was disabled.
-        stats: min/max/mean/median/stddev/rounds/iterations in seconds; ``None`` when disabled.
-        samples: Seconds per call, one value per timed round.
+        timing: Summary of the case's samples (seconds per call); ``None`` when disabled.
+        normalized: Summary of the round-by-round ratio of the case to the reference
+            workload (machine-speed normalized time); ``None`` when not measured.
+        eager: Summary of the eager model's samples; ``None`` when not measured.
+        speedup: Summary of the round-by-round eager / compiled ratio; ``None`` when not
+            measured.
+        samples: Seconds per call of the case, one value per sample.
+        iterations: Calls per sample.
+        stopped: Why sampling ended: ``precise``, ``time budget`` or ``max rounds``.
+        host_bound: The device sat idle waiting for launches in some samples.
+        warmup_stable: Warm-up ended because the timings settled (not at its time cap).
+        phases: Seconds spent compiling, warming up and sampling.
         graph_breaks: Distinct graph breaks (reason and location) dynamo met.
         break_reasons: Those breaks, each with its reason and the user's source line.
         recompiles: Frame compiles that were recompiles (a guard failed).
@@ -78,8 +100,16 @@ class BenchmarkResult:
     backend: str
     device: torch.device
     median_s: float | None
-    stats: Stats | None
+    timing: Summary | None
+    normalized: Summary | None
+    eager: Summary | None
+    speedup: Summary | None
     samples: tuple[float, ...]
+    iterations: int
+    stopped: str | None
+    host_bound: bool
+    warmup_stable: bool | None
+    phases: Phases
     graph_breaks: int
     break_reasons: tuple[BreakReason, ...]
     recompiles: int
@@ -104,7 +134,7 @@ def run_case(
 
     Dynamo is reset first, so the counts and compiled code of an earlier case never leak into
     this one. Graph breaks and recompiles are counted over the whole case: the compiling call,
-    the warm-up and the timed rounds.
+    the warm-up and the timed samples (the eager and reference companions do not compile).
 
     Raises:
         CaseError: compiling or running the model failed.
@@ -131,8 +161,7 @@ def run_case(
         compile_time_s = time.perf_counter() - start
         return out
 
-    samples: Sequence[float] = ()
-    plan: Plan | None = None
+    measurement: Measurement | None = None
     try:
         with _torch_threads(threads):
             compiled = backend.compile(model, device)
@@ -140,19 +169,31 @@ def run_case(
                 output = runner.run_once(first_call)
             else:
                 output = first_call()
-                warm_up(call, sync, settings)
-                plan = plan_rounds(call, sync, settings)
-                samples = runner.time(call, sync, plan)
+                measurement = _measure(call, model, args, kwargs, backend, device, settings)
     except Exception as exc:
         raise CaseError(_describe_failure(backend, device, exc)) from exc
     counts = read_counts()
-    stats = Stats.from_samples(samples, plan.iterations) if plan is not None and samples else None
+    if measurement is not None:
+        runner.record(measurement.samples["case"], measurement.iterations["case"])
+    timing = measurement.summary("case") if measurement is not None else None
     return BenchmarkResult(
         backend=backend.name,
         device=device,
-        median_s=None if stats is None else stats.median,
-        stats=stats,
-        samples=tuple(samples),
+        median_s=None if timing is None else timing.median,
+        timing=timing,
+        normalized=None if measurement is None else measurement.ratio("case", "reference"),
+        eager=None if measurement is None else measurement.summary("eager"),
+        speedup=None if measurement is None else measurement.ratio("eager", "case"),
+        samples=() if measurement is None else measurement.samples["case"],
+        iterations=0 if measurement is None else measurement.iterations["case"],
+        stopped=None if measurement is None else measurement.stopped,
+        host_bound=False if measurement is None else measurement.host_bound,
+        warmup_stable=None if measurement is None else measurement.warmup.stable,
+        phases=Phases(
+            compile_s=compile_time_s,
+            warmup_s=0.0 if measurement is None else measurement.prepare_s,
+            measure_s=0.0 if measurement is None else measurement.seconds,
+        ),
         graph_breaks=counts.graph_breaks,
         break_reasons=counts.break_reasons,
         recompiles=counts.recompiles,
@@ -162,6 +203,26 @@ def run_case(
         compile_time_s=compile_time_s,
         output=output,
     )
+
+
+def _measure(
+    call: Callable[[], Any],
+    model: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Mapping[str, Any],
+    backend: Backend,
+    device: torch.device,
+    settings: MeasureSettings,
+) -> Measurement:
+    workloads: dict[str, Callable[[], Any]] = {"case": call}
+    if settings.reference:
+        workloads["reference"] = reference_workload(device)
+    eager_of = getattr(backend, "eager", None)
+    if settings.eager and eager_of is not None:
+        eager_model = eager_of(model, device)
+        workloads["eager"] = lambda: eager_model(*args, **kwargs)
+    primary = ("case", "reference") if settings.reference else ("case", None)
+    return measure(workloads, make_timer(device), settings, primary=primary)
 
 
 @contextlib.contextmanager

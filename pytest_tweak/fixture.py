@@ -12,19 +12,39 @@ from .backends import TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
 from .config import TorchInductorBackendConfig
 from .devices import to_device
-from .measure import Plan, SyncEvery, gc_paused
 from .report import failure_message
 from .session import CaseRecord, TweakSession
+from .stats import Summary
+from .verdict import Change, Verdict
 
 __all__ = ["TweakFixture"]
 
 
-class _PedanticRunner:
-    """Time through pytest-benchmark, so its table and ``--benchmark-json`` show each case.
+class _ReplayClock:
+    """A timer for pytest-benchmark that replays samples pytest-tweak already took.
 
-    ``benchmark.pedantic`` runs ``iterations`` calls per round between two timer reads; the
-    `SyncEvery` wrapper makes the last call of each round wait for the device.
+    pytest-benchmark reads its timer before and after each round; this clock advances by one
+    recorded round duration between the two reads, so pytest-benchmark's statistics, table,
+    ``--benchmark-json`` and ``--benchmark-save`` hold pytest-tweak's (device-accurate)
+    samples.
     """
+
+    __name__ = "pytest_tweak.replay"
+
+    def __init__(self, round_durations: Sequence[float]) -> None:
+        self._durations = list(round_durations)
+        self._reads = 0
+        self._now = 0.0
+
+    def __call__(self) -> float:
+        if self._reads % 2:  # the end of a round
+            self._now += self._durations[self._reads // 2]
+        self._reads += 1
+        return self._now
+
+
+class _PedanticRunner:
+    """Report a case's samples through pytest-benchmark, so its table and files show them."""
 
     def __init__(self, benchmark: Any) -> None:
         self._benchmark = benchmark
@@ -36,17 +56,20 @@ class _PedanticRunner:
     def run_once(self, call: Callable[[], Any]) -> Any:
         return self._benchmark.pedantic(call, rounds=1, iterations=1)
 
-    def time(
-        self, call: Callable[[], Any], sync: Callable[[], None], plan: Plan
-    ) -> Sequence[float]:
-        timed = SyncEvery(call, sync, plan.iterations)
-        with gc_paused():
-            sync()
-            self._benchmark.pedantic(
-                timed, rounds=plan.rounds, iterations=plan.iterations, warmup_rounds=0
+    def record(self, samples: Sequence[float], iterations: int) -> None:
+        benchmark = self._benchmark
+        if not hasattr(benchmark, "_timer"):
+            raise RuntimeError(
+                "pytest-tweak cannot hand its samples to this pytest-benchmark version "
+                "(no BenchmarkFixture._timer); install pytest-benchmark>=4"
             )
-        sync()
-        return list(self._benchmark.stats.stats.data)
+        # pedantic binds the timer when it starts: swap ours in for this one call
+        benchmark._timer = _ReplayClock([s * iterations for s in samples])
+        benchmark.pedantic(_noop, rounds=len(samples), iterations=iterations, warmup_rounds=0)
+
+
+def _noop() -> None:
+    return None
 
 
 class TweakFixture:
@@ -120,10 +143,13 @@ class TweakFixture:
                 baseline=session.baselines.get(nodeid),
             )
         )
-        benchmark.extra_info["tweak"]["verdict"] = str(verdict.status)
+        benchmark.extra_info["tweak"]["verdict"] = _verdict_info(verdict)
         if verdict.failed:
+            judging = session.options.judging[self.device.type]
             pytest.fail(
-                failure_message(nodeid, verdict, result, str(session.options.baseline_path)),
+                failure_message(
+                    nodeid, verdict, result, str(session.options.baseline_path), judging
+                ),
                 pytrace=False,
             )
         return result
@@ -139,4 +165,43 @@ def _extra_info(fixture: TweakFixture, result: BenchmarkResult) -> dict[str, Any
         "recompile_reasons": [str(r) for r in result.recompile_reasons],
         "graph_count": result.graph_count,
         "compile_time_s": result.compile_time_s,
+        "phases": result.phases.as_dict(),
+        "iterations": result.iterations,
+        "stopped": result.stopped,
+        "host_bound": result.host_bound,
+        "warmup_stable": result.warmup_stable,
+        "timing": _summary(result.timing),
+        "normalized": _summary(result.normalized),
+        "eager": _summary(result.eager),
+        "speedup": _summary(result.speedup),
+    }
+
+
+def _summary(summary: Summary | None) -> dict[str, float | int] | None:
+    return None if summary is None else summary.as_dict()
+
+
+def _verdict_info(verdict: Verdict) -> dict[str, Any]:
+    def change(c: Change | None) -> dict[str, Any] | None:
+        if c is None:
+            return None
+        return {
+            "metric": c.metric,
+            "new": c.new,
+            "base": c.base,
+            "pct": c.pct,
+            "low_pct": c.low_pct,
+            "high_pct": c.high_pct,
+            "noise_pct": c.noise_pct,
+            "runs": c.runs,
+            "status": str(c.status),
+        }
+
+    return {
+        "status": str(verdict.status),
+        "failed": verdict.failed,
+        "change": change(verdict.change),
+        "speedup": change(verdict.speedup),
+        "problems": list(verdict.problems),
+        "notes": list(verdict.notes),
     }

@@ -1,15 +1,23 @@
-"""Warm-up, calibration and timing samples.
+"""Timing: sample timers per device, calibration, warm-up until stable, interleaved sampling.
 
-A sample is the time of one *round*: ``iterations`` back-to-back calls followed by one device
-synchronize, divided by ``iterations``. On cpu the synchronize does nothing; on cuda and xpu it
-waits for the queued kernels, so a sample is device time, not the time to launch them, while
-the calls inside a round still overlap launch and execution as they do in real use.
+A *sample* is the time of ``iterations`` back-to-back calls divided by ``iterations``.
 
-The plan (iterations, rounds) is calibrated per case: each round lasts at least
-``min_round_s`` (far above the timer's resolution), and the rounds together fill about
-``max_time_s`` but never fewer than ``min_rounds``. The garbage collector is collected and
-switched off while samples are taken (as ``timeit`` does), so a collection of the test suite's
-garbage does not land in one sample.
+- On cpu a sample is read with ``time.perf_counter_ns``.
+- On cuda and xpu (one code path, through ``torch.get_device_module``) a sample is *device*
+  time, read from two timing events around the calls. Before the start event the timer queues
+  a few zero-fills of a 256 MB buffer, as ``triton.testing.do_bench`` does to flush the L2
+  cache; here they also keep the device busy while the host queues the calls, so the device
+  runs them back to back and a small model's launch overhead is not what gets measured. The
+  number of fills adapts until they outlast the host's queueing.
+
+`measure` calibrates ``iterations`` per workload so a sample lasts at least ``min_round_s``
+(far above the timer's resolution), warms the case up until two consecutive windows of samples
+agree (within ``warmup_s``), then takes samples of the case and of its companion workloads
+(a fixed *reference* workload, and the model in eager) in turn, so slow drifts of the machine
+hit all of them alike. It stops once the median of the primary figure is known to
+``precision_pct`` or when ``max_time_s`` is spent. The garbage collector and any trace
+function (coverage, debuggers) are off while samples are taken, as pyperf and pytest-benchmark
+do.
 """
 
 from __future__ import annotations
@@ -18,21 +26,36 @@ import contextlib
 import gc
 import math
 import statistics
+import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .stats import Summary
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = [
+    "EventTimer",
+    "HostTimer",
     "MeasureSettings",
-    "Plan",
-    "Stats",
-    "SyncEvery",
+    "Measurement",
+    "SampleTimer",
+    "WarmUp",
+    "calibrate",
     "gc_paused",
-    "plan_rounds",
-    "time_rounds",
+    "make_timer",
+    "measure",
+    "reference_workload",
     "warm_up",
 ]
+
+#: Bytes zeroed before each device sample: larger than any current GPU's L2 (as do_bench).
+FLUSH_BYTES = 256 * 1024 * 1024
+#: Samples per window when checking that warm-up has settled.
+_WINDOW = 5
 
 
 @dataclass(frozen=True)
@@ -40,33 +63,42 @@ class MeasureSettings:
     """How long to warm up and how much to measure, per case.
 
     Args:
-        warmup_s: Keep calling the model (after the compiling first call) for at least this
-            long before measuring.
-        min_warmup_calls: ... and at least this many times.
-        max_time_s: The timed rounds of one case together take about this long.
-        min_rounds: Never fewer rounds than this, whatever ``max_time_s`` says.
-        max_rounds: Never more rounds than this.
-        min_round_s: Each round lasts at least this long (more calls per round if needed).
+        warmup_s: Warm up for at most this long (after the compiling call); warm-up ends
+            earlier, as soon as the timings are stable.
+        stable_pct: Warm-up is over when the medians of two consecutive windows of samples
+            differ by at most this many percent.
+        max_time_s: Spend at most about this long taking samples (all workloads together).
+        min_rounds: Take at least this many samples of each workload.
+        max_rounds: ... and at most this many.
+        min_round_s: Each sample lasts at least this long (more calls per sample if needed).
+        precision_pct: Stop early once the 95 % confidence interval of the primary median
+            (normalized by the reference, or absolute) is within this many percent.
         cpu_threads: torch's intra-op threads for a cpu case, compile included (inductor
             builds its thread count into the kernels); ``None`` keeps torch's setting. One
             thread, as ``torch.utils.benchmark.Timer`` defaults to, keeps the numbers stable
             on small shared machines.
+        reference: Also time the fixed reference workload, interleaved with the case, to
+            normalize for the speed of the machine.
+        eager: Also time the model without compiling, interleaved, for the speed-up.
     """
 
-    warmup_s: float = 0.2
-    min_warmup_calls: int = 3
-    max_time_s: float = 1.0
+    warmup_s: float = 1.0
+    stable_pct: float = 2.0
+    max_time_s: float = 2.0
     min_rounds: int = 10
-    max_rounds: int = 10_000
-    min_round_s: float = 0.001
+    max_rounds: int = 1000
+    min_round_s: float = 0.002
+    precision_pct: float = 1.0
     cpu_threads: int | None = 1
+    reference: bool = True
+    eager: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("warmup_s", "max_time_s", "min_round_s"):
+        for name in ("warmup_s", "max_time_s", "min_round_s", "stable_pct", "precision_pct"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or value < 0 or math.isnan(value):
-                raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")
-        for name in ("min_warmup_calls", "min_rounds", "max_rounds"):
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        for name in ("min_rounds", "max_rounds"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -81,135 +113,268 @@ class MeasureSettings:
                 f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})"
             )
 
-
-@dataclass(frozen=True)
-class Plan:
-    """How a case is timed: ``rounds`` samples of ``iterations`` calls each."""
-
-    iterations: int
-    rounds: int
-    estimate_s: float
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Summary of per-call timing samples, in seconds."""
-
-    min: float
-    max: float
-    mean: float
-    median: float
-    stddev: float
-    rounds: int
-    iterations: int
-
     @classmethod
-    def from_samples(cls, samples: Sequence[float], iterations: int) -> Stats:
-        if not samples:
-            raise ValueError("no timing samples")
-        return cls(
-            min=min(samples),
-            max=max(samples),
-            mean=statistics.fmean(samples),
-            median=statistics.median(samples),
-            stddev=statistics.stdev(samples) if len(samples) > 1 else 0.0,
-            rounds=len(samples),
-            iterations=iterations,
-        )
-
-    def as_dict(self) -> dict[str, float | int]:
-        return {
-            "min": self.min,
-            "max": self.max,
-            "mean": self.mean,
-            "median": self.median,
-            "stddev": self.stddev,
-            "rounds": self.rounds,
-            "iterations": self.iterations,
-        }
+    def fast(cls, **overrides: Any) -> MeasureSettings:
+        """Settings for a quick local look (``--tweak-fast``): short, no eager companion."""
+        base = cls(warmup_s=0.2, max_time_s=0.3, min_rounds=5, precision_pct=3.0, eager=False)
+        return replace(base, **overrides)
 
 
-class SyncEvery:
-    """Call ``call`` and synchronize after every ``every``-th call.
+class SampleTimer(Protocol):
+    """Times ``iterations`` back-to-back calls; returns seconds per call."""
 
-    Timing harnesses such as pytest-benchmark's ``pedantic`` run a target ``iterations`` times
-    per round between two timer reads; with ``every == iterations`` the last call of each round
-    waits for the device, so the round's time covers the device work of all its calls.
+    def __call__(self, call: Callable[[], Any], iterations: int) -> float: ...
+
+
+class HostTimer:
+    """``perf_counter_ns`` around the calls, then ``sync`` (a no-op on cpu)."""
+
+    def __init__(self, sync: Callable[[], None]) -> None:
+        self._sync = sync
+
+    def __call__(self, call: Callable[[], Any], iterations: int) -> float:
+        timer = time.perf_counter_ns
+        start = timer()
+        for _ in range(iterations):
+            call()
+        self._sync()
+        return (timer() - start) / 1e9 / iterations
+
+
+class EventTimer:
+    """Device time between two timing events of ``torch.get_device_module(device)``.
+
+    ``module`` defaults to the real device module; tests without the hardware pass a stand-in.
     """
 
-    def __init__(self, call: Callable[[], Any], sync: Callable[[], None], every: int) -> None:
-        if every < 1:
-            raise ValueError(f"every must be >= 1, got {every}")
-        self._call = call
-        self._sync = sync
-        self._every = every
-        self._count = 0
+    def __init__(
+        self,
+        device: torch.device,
+        module: Any = None,
+        flush_bytes: int = FLUSH_BYTES,
+        max_spacer_s: float = 0.05,
+    ) -> None:
+        import torch
 
-    def __call__(self) -> Any:
-        result = self._call()
-        self._count += 1
-        if self._count % self._every == 0:
-            self._sync()
-        return result
+        self._module = module if module is not None else torch.get_device_module(device.type)
+        self._device = device
+        self._start = self._module.Event(enable_timing=True)
+        self._end = self._module.Event(enable_timing=True)
+        self._flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+        self._fill_s = self._time_fill()
+        self._max_fills = max(1, int(max_spacer_s / self._fill_s))
+        self.fills = 1
+        self.host_bound_samples = 0
 
+    def _time_fill(self) -> float:
+        self._flush.zero_()
+        self._start.record()
+        for _ in range(5):
+            self._flush.zero_()
+        self._end.record()
+        self._end.synchronize()
+        return max(float(self._start.elapsed_time(self._end)) / 1e3 / 5, 1e-6)
 
-def warm_up(call: Callable[[], Any], sync: Callable[[], None], settings: MeasureSettings) -> int:
-    """Call until both ``warmup_s`` and ``min_warmup_calls`` are reached; return the count."""
-    calls = 0
-    start = time.perf_counter()
-    while calls < settings.min_warmup_calls or time.perf_counter() - start < settings.warmup_s:
-        call()
-        calls += 1
-    sync()
-    return calls
-
-
-def plan_rounds(
-    call: Callable[[], Any], sync: Callable[[], None], settings: MeasureSettings
-) -> Plan:
-    """Estimate the time of one call and choose iterations per round and the round count."""
-    calls = 1
-    while True:
-        sync()
-        start = time.perf_counter()
-        for _ in range(calls):
+    def __call__(self, call: Callable[[], Any], iterations: int) -> float:
+        for _ in range(self.fills):
+            self._flush.zero_()
+        host_start = time.perf_counter_ns()
+        self._start.record()
+        for _ in range(iterations):
             call()
-        sync()
-        elapsed = time.perf_counter() - start
-        # Grow the probe until it is long enough to be timed well (or plainly slow).
-        if elapsed >= settings.min_round_s or calls >= 1 << 20:
-            break
-        calls *= 10 if elapsed < settings.min_round_s / 10 else 2
-    estimate = max(elapsed / calls, 1e-9)
-    iterations = max(1, math.ceil(settings.min_round_s / estimate))
-    rounds = int(settings.max_time_s / (estimate * iterations))
-    rounds = min(max(rounds, settings.min_rounds), settings.max_rounds)
-    return Plan(iterations=iterations, rounds=rounds, estimate_s=estimate)
+        self._end.record()
+        host_s = (time.perf_counter_ns() - host_start) / 1e9
+        self._end.synchronize()
+        device_s = float(self._start.elapsed_time(self._end)) / 1e3
+        # The fills must outlast the host's queueing, or the device waits for launches.
+        if host_s > 0.8 * self.fills * self._fill_s:
+            if self.fills >= self._max_fills:
+                self.host_bound_samples += 1
+            self.fills = min(self._max_fills, math.ceil(1.5 * host_s / self._fill_s) + 1)
+        return device_s / iterations
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """Collect garbage now and keep the collector off inside the block."""
+    """Collect garbage now; keep the collector and any trace function off inside the block."""
     was_enabled = gc.isenabled()
+    tracer = sys.gettrace()
     gc.collect()
     gc.disable()
+    sys.settrace(None)
     try:
         yield
     finally:
+        sys.settrace(tracer)
         if was_enabled:
             gc.enable()
 
 
-def time_rounds(call: Callable[[], Any], sync: Callable[[], None], plan: Plan) -> list[float]:
-    """Take ``plan.rounds`` samples of ``plan.iterations`` calls; seconds per call each."""
+def calibrate(call: Callable[[], Any], timer: SampleTimer, min_round_s: float) -> int:
+    """Calls per sample so that one sample lasts at least ``min_round_s``."""
+    iterations = 1
+    while True:
+        # the best of three probes: the first calls after compiling can be slow
+        per_call = max(min(timer(call, iterations) for _ in range(3)), 1e-9)
+        if per_call * iterations >= min_round_s or iterations >= 1 << 20:
+            return iterations
+        # aim a little above the target; grow at most 100x per probe
+        wanted = math.ceil(1.2 * min_round_s / per_call)
+        iterations = min(max(wanted, iterations + 1), iterations * 100, 1 << 20)
+
+
+@dataclass(frozen=True)
+class WarmUp:
+    """How warm-up went: samples taken, seconds spent, and whether the timings settled."""
+
+    samples: int
+    seconds: float
+    stable: bool
+
+
+def warm_up(
+    call: Callable[[], Any], timer: SampleTimer, iterations: int, settings: MeasureSettings
+) -> WarmUp:
+    """Take samples until two consecutive windows agree within ``stable_pct``, or time is up."""
+    start = time.perf_counter()
     samples: list[float] = []
-    timer = time.perf_counter_ns
+    while True:
+        samples.append(timer(call, iterations))
+        elapsed = time.perf_counter() - start
+        if len(samples) >= 2 * _WINDOW:
+            recent = statistics.median(samples[-_WINDOW:])
+            before = statistics.median(samples[-2 * _WINDOW : -_WINDOW])
+            if abs(recent / before - 1.0) * 100.0 <= settings.stable_pct:
+                return WarmUp(len(samples), elapsed, True)
+        if elapsed >= settings.warmup_s:
+            return WarmUp(len(samples), elapsed, False)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Samples of the case and of its companions, taken in turn.
+
+    Attributes:
+        samples: Seconds per call for each workload (``case``, and ``reference`` and
+            ``eager`` when measured), one value per round; rounds line up across workloads.
+        iterations: Calls per sample, per workload.
+        warmup: How the case's warm-up went.
+        prepare_s: Time spent before sampling: calibration and warm-up of every workload.
+        seconds: Time spent taking the samples.
+        stopped: Why sampling ended: ``precise``, ``time budget`` or ``max rounds``.
+        host_bound: The device ran out of queued work during some samples (device timers).
+    """
+
+    samples: Mapping[str, tuple[float, ...]]
+    iterations: Mapping[str, int]
+    warmup: WarmUp
+    prepare_s: float
+    seconds: float
+    stopped: str
+    host_bound: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def summary(self, name: str) -> Summary | None:
+        """Seconds per call of workload ``name``; ``None`` when it was not measured."""
+        values = self.samples.get(name)
+        return Summary.of(values) if values else None
+
+    def ratio(self, numerator: str, denominator: str) -> Summary | None:
+        """The round-by-round ratio of two workloads, e.g. ``case`` / ``reference``."""
+        top, bottom = self.samples.get(numerator), self.samples.get(denominator)
+        if not top or not bottom:
+            return None
+        return Summary.of([a / b for a, b in zip(top, bottom, strict=True)])
+
+
+def measure(
+    workloads: Mapping[str, Callable[[], Any]],
+    timer: SampleTimer,
+    settings: MeasureSettings,
+    primary: tuple[str, str | None] = ("case", None),
+) -> Measurement:
+    """Warm up and take interleaved samples of ``workloads`` (the first one is the case).
+
+    ``primary`` names the figure whose precision decides when to stop: a workload, or the
+    ratio of two (``("case", "reference")``).
+    """
+    names = list(workloads)
+    case = names[0]
+    prepare_start = time.perf_counter()
     with gc_paused():
-        sync()
-        for _ in range(plan.rounds):
-            start = timer()
-            for _ in range(plan.iterations):
-                call()
-            sync()
-            samples.append((timer() - start) / 1e9 / plan.iterations)
-    return samples
+        iterations = {n: calibrate(workloads[n], timer, settings.min_round_s) for n in names}
+        warm = warm_up(workloads[case], timer, iterations[case], settings)
+        for name in names[1:]:  # companions are eager code: two samples settle them
+            for _ in range(2):
+                timer(workloads[name], iterations[name])
+        samples: dict[str, list[float]] = {n: [] for n in names}
+        start = time.perf_counter()
+        prepare_s = start - prepare_start
+        stopped = "max rounds"
+        for rounds in range(1, settings.max_rounds + 1):
+            for name in names:
+                samples[name].append(timer(workloads[name], iterations[name]))
+            if rounds < settings.min_rounds:
+                continue
+            if time.perf_counter() - start >= settings.max_time_s:
+                stopped = "time budget"
+                break
+            if _precise(samples, primary, settings.precision_pct):
+                stopped = "precise"
+                break
+        seconds = time.perf_counter() - start
+    return Measurement(
+        samples={n: tuple(v) for n, v in samples.items()},
+        iterations=iterations,
+        warmup=warm,
+        prepare_s=prepare_s,
+        seconds=seconds,
+        stopped=stopped,
+        host_bound=bool(getattr(timer, "host_bound_samples", 0)),
+    )
+
+
+def _precise(
+    samples: Mapping[str, Sequence[float]], primary: tuple[str, str | None], precision_pct: float
+) -> bool:
+    top, bottom = primary
+    values: Sequence[float] = samples[top]
+    if bottom is not None:
+        values = [a / b for a, b in zip(samples[top], samples[bottom], strict=True)]
+    return Summary.of(values).rel_ci_pct <= precision_pct
+
+
+def make_timer(device: torch.device) -> SampleTimer:
+    """`HostTimer` on cpu; `EventTimer` (device time) on cuda and xpu."""
+    from .devices import make_synchronizer
+
+    if device.type == "cpu":
+        return HostTimer(make_synchronizer(device))
+    return EventTimer(device)
+
+
+def reference_workload(device: torch.device) -> Callable[[], Any]:
+    """The fixed workload timed beside each case to normalize for the machine's speed today.
+
+    Eager matrix products and element-wise ops on fixed, seeded inputs: the same kinds of work
+    a model does, through the same math libraries and memory system, but never changed by the
+    code under test. Its size is fixed per device type, so its times compare across runs.
+    """
+    import torch
+
+    rows, width = (64, 256) if device.type == "cpu" else (2048, 2048)
+    generator = torch.Generator().manual_seed(0)
+    weights = [
+        (torch.randn(width, width, generator=generator) / math.sqrt(width)).to(device)
+        for _ in range(4)
+    ]
+    x0 = torch.randn(rows, width, generator=generator).to(device)
+
+    def run() -> Any:
+        with torch.no_grad():
+            x = x0
+            for w in weights:
+                x = torch.relu(x @ w) + x
+            return x
+
+    return run

@@ -19,33 +19,75 @@ from .devices import DEVICES
 from .measure import MeasureSettings
 from .report import summary_lines
 from .session import TweakOptions, TweakSession
+from .verdict import Judging
 
 if TYPE_CHECKING:
     from .config import TorchInductorBackendConfig
     from .fixture import TweakFixture
 
 DEFAULT_BASELINE = "tweak-baselines.json"
-#: Allowed median slow-down in percent. Chosen from repeated runs of unchanged code on a
-#: 2-core CI machine (README.md, "Choosing the threshold").
-DEFAULT_THRESHOLD_PCT = 50.0
+#: Smallest slow-down that counts, in percent, per device type; measured in
+#: docs/measurement.md (false alarms and detection power at these values).
+DEFAULT_THRESHOLD_PCT: dict[str, float] = {"cpu": 5.0, "cuda": 1.0, "xpu": 1.0}
+#: Run-to-run noise of a median (one standard deviation, percent) assumed when a baseline
+#: holds one run; measured between fresh processes in docs/measurement.md.
+DEFAULT_RUN_NOISE_PCT: dict[str, float] = {"cpu": 3.0, "cuda": 0.5, "xpu": 0.5}
+METRICS = ("normalized", "absolute")
+
+
+def _per_device_text(values: dict[str, float]) -> str:
+    return ", ".join(f"{device} {value:g}" for device, value in values.items())
+
 
 DEVICE_HELP = (
     "devices to run tweak cases on, comma separated or repeated: "
     f"{', '.join(DEVICES)} (default: cpu)"
 )
 SAVE_HELP = "record the measured cases into the baseline file (keeps every other entry)"
+APPEND_HELP = (
+    "with --tweak-save, add this run to each entry's runs instead of replacing them "
+    "(keeps the last 20): run it a few times to record a baseline whose spread between runs "
+    "the verdict can use"
+)
 BASELINE_HELP = f"the baseline file (default: {DEFAULT_BASELINE} in the rootdir)"
 THRESHOLD_HELP = (
-    "allowed slow-down of a case's median against its baseline, in percent "
-    f"(default: {DEFAULT_THRESHOLD_PCT:g})"
+    "smallest slow-down against the baseline that fails a test, in percent; one value, or "
+    f"DEVICE=PCT pairs (default: {_per_device_text(DEFAULT_THRESHOLD_PCT)})"
+)
+RUN_NOISE_HELP = (
+    "run-to-run noise of a median in percent (one standard deviation), assumed when a "
+    f"baseline holds a single run; one value or DEVICE=PCT pairs "
+    f"(default: {_per_device_text(DEFAULT_RUN_NOISE_PCT)})"
+)
+METRIC_HELP = (
+    "what the verdict compares: 'normalized' (the case's time over a fixed reference "
+    "workload timed in turn with it, so a slower machine today is not a regression) or "
+    "'absolute' (seconds per call) (default: normalized)"
+)
+FAIL_INCONCLUSIVE_HELP = "fail a test whose comparison is too noisy to decide"
+FAST_HELP = (
+    "quick local measurement: short warm-up and sampling, no eager companion "
+    "(explicit measurement options still win)"
 )
 # The measurement defaults live in MeasureSettings; the options only override them.
 _DEFAULTS = MeasureSettings()
 WARMUP_HELP = (
-    f"seconds of warm-up calls per case after the compiling call (default: {_DEFAULTS.warmup_s:g})"
+    "at most this many seconds of warm-up per case after the compiling call; warm-up stops "
+    f"earlier once timings are stable (default: {_DEFAULTS.warmup_s:g})"
 )
-MAX_TIME_HELP = f"seconds of timed rounds per case (default: {_DEFAULTS.max_time_s:g})"
-MIN_ROUNDS_HELP = f"fewest timed rounds per case (default: {_DEFAULTS.min_rounds})"
+MAX_TIME_HELP = (
+    "seconds of sampling per case, companions included; sampling stops earlier once the "
+    f"median is precise (default: {_DEFAULTS.max_time_s:g})"
+)
+MIN_ROUNDS_HELP = f"fewest samples per case (default: {_DEFAULTS.min_rounds})"
+PRECISION_HELP = (
+    "stop sampling once the median's 95 percent confidence interval is within this many percent "
+    f"(default: {_DEFAULTS.precision_pct:g})"
+)
+EAGER_HELP = (
+    "time the model uncompiled too, in turn with the compiled one, for the speed-up: on or "
+    "off (default: on)"
+)
 CPU_THREADS_HELP = (
     "torch intra-op threads for cpu cases, compile included; 0 keeps torch's own setting "
     f"(default: {_DEFAULTS.cpu_threads or 0})"
@@ -58,11 +100,18 @@ _SESSION_KEY = pytest.StashKey["TweakSession"]()
 _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("device", "DEV", DEVICE_HELP),
     ("save", None, SAVE_HELP),
+    ("append", None, APPEND_HELP),
     ("baseline", "PATH", BASELINE_HELP),
     ("threshold", "PCT", THRESHOLD_HELP),
+    ("run_noise", "PCT", RUN_NOISE_HELP),
+    ("metric", "NAME", METRIC_HELP),
+    ("fail_inconclusive", None, FAIL_INCONCLUSIVE_HELP),
+    ("fast", None, FAST_HELP),
     ("warmup", "SECONDS", WARMUP_HELP),
     ("max_time", "SECONDS", MAX_TIME_HELP),
     ("min_rounds", "N", MIN_ROUNDS_HELP),
+    ("precision", "PCT", PRECISION_HELP),
+    ("eager", "on|off", EAGER_HELP),
     ("cpu_threads", "N", CPU_THREADS_HELP),
 )
 
@@ -115,11 +164,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     options = config.stash[_SESSION_KEY].options
     settings = options.settings
+    first = options.judging[options.devices[0]] if options.devices else None
+    thresholds = ",".join(f"{d}={options.judging[d].threshold_pct:g}%" for d in options.devices)
     return (
         f"tweak: devices={','.join(options.devices)}, baseline={options.baseline_path}, "
-        f"threshold={options.threshold_pct:g}%, save={'yes' if options.save else 'no'}, "
-        f"warmup={settings.warmup_s:g}s, max-time={settings.max_time_s:g}s, "
-        f"min-rounds={settings.min_rounds}, "
+        f"threshold={thresholds}, metric={first.metric if first else '-'}, "
+        f"save={'append' if options.save and options.append else 'yes' if options.save else 'no'}, "
+        f"warmup<={settings.warmup_s:g}s, max-time={settings.max_time_s:g}s, "
+        f"min-rounds={settings.min_rounds}, precision={settings.precision_pct:g}%, "
+        f"eager={'on' if settings.eager else 'off'}, "
         f"cpu-threads={settings.cpu_threads or 'torch default'}"
     )
 
@@ -162,59 +215,112 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         base = config.inipath.parent if config.inipath else config.rootpath
         baseline = base / str(baseline_raw)
 
-    threshold = _number(
-        config,
-        "tweak_threshold",
-        DEFAULT_THRESHOLD_PCT,
-        "a percentage > 0",
-        lambda v: v > 0,
-        strip="%",
+    metric = _choice(config, "tweak_metric", METRICS, "normalized")
+    thresholds = _per_device(
+        config, "tweak_threshold", DEFAULT_THRESHOLD_PCT, "a percentage > 0", lambda v: v > 0
     )
+    noises = _per_device(
+        config, "tweak_run_noise", DEFAULT_RUN_NOISE_PCT, "a percentage >= 0", lambda v: v >= 0
+    )
+    fail_inconclusive = bool(_raw(config, "tweak_fail_inconclusive")[0])
+    judging = {
+        device: Judging(
+            threshold_pct=thresholds[device],
+            run_noise_pct=noises[device],
+            metric=metric,
+            fail_inconclusive=fail_inconclusive,
+        )
+        for device in DEVICES
+    }
+    preset = MeasureSettings.fast() if _raw(config, "tweak_fast")[0] else _DEFAULTS
     settings = MeasureSettings(
-        warmup_s=_number(
-            config, "tweak_warmup", _DEFAULTS.warmup_s, "seconds >= 0", lambda v: v >= 0
-        ),
+        warmup_s=_number(config, "tweak_warmup", preset.warmup_s, "seconds >= 0", lambda v: v >= 0),
         max_time_s=_number(
-            config, "tweak_max_time", _DEFAULTS.max_time_s, "seconds >= 0", lambda v: v >= 0
+            config, "tweak_max_time", preset.max_time_s, "seconds >= 0", lambda v: v >= 0
         ),
         min_rounds=int(
             _number(
                 config,
                 "tweak_min_rounds",
-                _DEFAULTS.min_rounds,
+                preset.min_rounds,
                 "an integer >= 1",
                 lambda v: v >= 1 and v == int(v),
             )
+        ),
+        precision_pct=_number(
+            config, "tweak_precision", preset.precision_pct, "a percentage >= 0", lambda v: v >= 0
         ),
         cpu_threads=int(
             _number(
                 config,
                 "tweak_cpu_threads",
-                _DEFAULTS.cpu_threads or 0,
+                preset.cpu_threads or 0,
                 "an integer >= 0",
                 lambda v: v >= 0 and v == int(v),
             )
         )
         or None,
+        eager=_choice(config, "tweak_eager", ("on", "off"), "on" if preset.eager else "off")
+        == "on",
+        reference=metric == "normalized",
+        stable_pct=preset.stable_pct,
     )
     return TweakOptions(
         devices=tuple(devices),
         baseline_path=Path(baseline),
-        threshold_pct=threshold,
         save=bool(save_raw),
+        append=bool(_raw(config, "tweak_append")[0]),
+        judging=judging,
         settings=settings,
     )
 
 
-def _number(
-    config: pytest.Config, name: str, default: float, allowed: str, check: Any, strip: str = ""
-) -> float:
+def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
     raw, source = _raw(config, name)
     if raw is None:
         return default
-    text = str(raw).strip().removesuffix(strip) if strip else str(raw).strip()
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise pytest.UsageError(
+            f"{source}: invalid value {raw!r}; expected one of: {', '.join(choices)}"
+        )
+    return value
+
+
+def _per_device(
+    config: pytest.Config, name: str, defaults: dict[str, float], allowed: str, check: Any
+) -> dict[str, float]:
+    """One number for every device, or ``DEVICE=NUMBER`` pairs over the defaults."""
+    raw, source = _raw(config, name)
+    values = dict(defaults)
+    if raw is None:
+        return values
+    text = str(raw).strip()
+    if "=" not in text:
+        value = _parse_number(text, raw, source, allowed, check)
+        return {device: value for device in values}
+    for part in text.split(","):
+        device, sep, number = part.partition("=")
+        device = device.strip().lower()
+        if not sep or device not in DEVICES:
+            raise pytest.UsageError(
+                f"{source}: invalid value {raw!r}; expected {allowed}, or DEVICE=PCT pairs "
+                f"separated by commas with DEVICE one of {', '.join(DEVICES)}"
+            )
+        values[device] = _parse_number(number, raw, source, allowed, check)
+    return values
+
+
+def _number(config: pytest.Config, name: str, default: float, allowed: str, check: Any) -> float:
+    raw, source = _raw(config, name)
+    if raw is None:
+        return default
+    return _parse_number(str(raw), raw, source, allowed, check)
+
+
+def _parse_number(text: str, raw: Any, source: str, allowed: str, check: Any) -> float:
     try:
-        value = float(text)
+        value = float(text.strip().removesuffix("%"))
     except ValueError:
         value = math.nan
     if math.isnan(value) or math.isinf(value) or not check(value):

@@ -10,7 +10,7 @@ from .verdict import Status, format_seconds
 if TYPE_CHECKING:
     from .case import BenchmarkResult
     from .session import CaseRecord
-    from .verdict import Verdict
+    from .verdict import Judging, Verdict
 
 __all__ = ["failure_message", "summary_lines"]
 
@@ -19,6 +19,7 @@ _HEADERS = (
     "device",
     "config",
     "median",
+    "speed-up",
     "graph breaks",
     "recompiles",
     "vs baseline",
@@ -27,14 +28,44 @@ _HEADERS = (
 
 
 def failure_message(
-    nodeid: str, verdict: Verdict, result: BenchmarkResult, baseline_path: str
+    nodeid: str, verdict: Verdict, result: BenchmarkResult, baseline_path: str, judging: Judging
 ) -> str:
     """Why a case failed its baseline, with every number needed to act on it."""
-    lines = [f"pytest-tweak: {nodeid} regressed against {baseline_path}:"]
-    lines += [f"  - {problem}" for problem in verdict.problems]
+    if verdict.status is Status.INCONCLUSIVE:
+        lines = [f"pytest-tweak: {nodeid} is inconclusive against {baseline_path}:"]
+        if verdict.change is not None:
+            lines.append(
+                f"  - {verdict.change.describe(judging.threshold_pct, judging.confidence)}"
+            )
+        lines.append(
+            "  the noise is larger than the threshold: record the baseline from several runs "
+            "(--tweak-save --tweak-append), measure longer (--tweak-max-time) or raise "
+            "--tweak-threshold (failing because of --tweak-fail-inconclusive)"
+        )
+    else:
+        lines = [f"pytest-tweak: {nodeid} regressed against {baseline_path}:"]
+        lines += [f"  - {problem}" for problem in verdict.problems]
+    lines += [f"  {line}" for line in _context(verdict, judging)]
     lines += _reasons(result)
     lines.append("If the change is intended, record a new baseline with --tweak-save.")
     return "\n".join(lines)
+
+
+def _context(verdict: Verdict, judging: Judging) -> list[str]:
+    lines = list(verdict.notes)
+    change, speedup = verdict.change, verdict.speedup
+    if change is not None and change.status is not Status.REGRESSED and verdict.problems:
+        lines.append(change.describe(judging.threshold_pct, judging.confidence))
+    if speedup is not None:
+        lines.append(speedup.describe(judging.threshold_pct, judging.confidence))
+        if change is not None and change.status is Status.REGRESSED:
+            if speedup.status is Status.REGRESSED:
+                lines.append("the speed-up over eager fell too: the compiled code got slower")
+            elif speedup.status is Status.UNCHANGED:
+                lines.append(
+                    "the speed-up over eager held: the model itself (eager too) got slower"
+                )
+    return lines
 
 
 def _reasons(result: BenchmarkResult) -> list[str]:
@@ -51,9 +82,14 @@ def _reasons(result: BenchmarkResult) -> list[str]:
 
 
 def _change(verdict: Verdict) -> str:
-    if verdict.change_pct is None:
+    change = verdict.change
+    if change is None:
         return "-"
-    return f"{verdict.change_pct:+.1f}%"
+    return f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%"
+
+
+def _speedup(result: BenchmarkResult) -> str:
+    return "-" if result.speedup is None else f"{result.speedup.median:.2f}x"
 
 
 def _row(record: CaseRecord) -> tuple[str, ...]:
@@ -73,6 +109,7 @@ def _row(record: CaseRecord) -> tuple[str, ...]:
         record.device,
         record.config_id,
         median,
+        _speedup(result),
         breaks,
         recompiles,
         _change(record.verdict),
@@ -96,6 +133,19 @@ def summary_lines(records: Iterable[CaseRecord]) -> list[str]:
     if not records:
         return []
     lines = _table(_HEADERS, (_row(r) for r in records))
+    improved = [r for r in records if r.verdict.status is Status.IMPROVED]
+    inconclusive = [r for r in records if r.verdict.status is Status.INCONCLUSIVE]
+    if improved:
+        lines.append(
+            f"{len(improved)} case(s) improved beyond the noise: "
+            "refresh their baselines with --tweak-save to gate on the new speed"
+        )
+    if inconclusive:
+        lines.append(
+            f"{len(inconclusive)} case(s) inconclusive: the noise is larger than the threshold "
+            "(record baselines from several runs with --tweak-save --tweak-append, or measure "
+            "longer with --tweak-max-time)"
+        )
     details = [(r, _reasons(r.result)) for r in records]
     details = [(r, d) for r, d in details if d]
     if details:

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .baselines import BaselineEntry, load_baselines, save_baselines
+from .baselines import BaselineEntry, RunRecord, load_baselines, save_baselines
 from .measure import MeasureSettings
-from .verdict import Status, Verdict, judge
+from .verdict import Judging, Status, Verdict, judge
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
 
-__all__ = ["CaseRecord", "TweakOptions", "TweakSession"]
+__all__ = ["CaseRecord", "TweakOptions", "TweakSession", "run_record"]
 
 
 @dataclass(frozen=True)
@@ -22,8 +23,9 @@ class TweakOptions:
 
     devices: tuple[str, ...]
     baseline_path: Path
-    threshold_pct: float
     save: bool
+    judging: Mapping[str, Judging]  # per device type
+    append: bool = False
     settings: MeasureSettings = field(default_factory=MeasureSettings)
 
 
@@ -56,14 +58,15 @@ class TweakSession:
 
     def judge(self, nodeid: str, result: BenchmarkResult, *, compare: bool) -> Verdict:
         """The verdict for a case; not compared when saving, timing is off, or told so."""
-        if self.options.save or not compare or result.median_s is None:
+        run = run_record(result)
+        if self.options.save or not compare or run is None:
             return Verdict(Status.NOT_COMPARED)
         return judge(
             self.baselines.get(nodeid),
-            median_s=result.median_s,
+            run,
             graph_breaks=result.graph_breaks,
             recompiles=result.recompiles,
-            threshold_pct=self.options.threshold_pct,
+            judging=self.options.judging[result.device.type],
         )
 
     def add(self, record: CaseRecord) -> None:
@@ -75,17 +78,17 @@ class TweakSession:
 
         entries = {}
         for record in self.records.values():
-            result = record.result
-            if not record.test_passed or result.median_s is None or result.stats is None:
+            run = run_record(record.result)
+            if not record.test_passed or run is None:
                 continue
+            result = record.result
             entries[record.nodeid] = BaselineEntry(
-                median_s=result.median_s,
+                runs=(run,),
                 graph_breaks=result.graph_breaks,
                 recompiles=result.recompiles,
                 graph_count=result.graph_count,
                 compile_time_s=round(result.compile_time_s, 6),
                 device=record.device,
-                stats=result.stats.as_dict(),
                 config=record.config,
                 torch=str(torch.__version__),
             )
@@ -94,6 +97,13 @@ class TweakSession:
     def save(self) -> dict[str, BaselineEntry]:
         """Merge the passed cases into the baseline file; returns the entries written."""
         entries = self.entries_to_save()
-        save_baselines(self.options.baseline_path, entries)
+        save_baselines(self.options.baseline_path, entries, append=self.options.append)
         self.saved = entries
         return entries
+
+
+def run_record(result: BenchmarkResult) -> RunRecord | None:
+    """What a timed case contributes to a baseline; ``None`` when timing was off."""
+    if result.timing is None:
+        return None
+    return RunRecord(timing=result.timing, normalized=result.normalized, speedup=result.speedup)

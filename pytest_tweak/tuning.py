@@ -121,7 +121,8 @@ def tune(
         module: The model to tune.
         input_data: One input, or a tuple of positional inputs.
         device: Where to run; by default the device of the model's parameters.
-        settings: Warm-up and timing settings.
+        settings: Warm-up and timing settings; by default those of the plugin without the
+            eager and reference companions (every backend is timed in the same process).
 
     Returns:
         The measurements and the winner; ``module`` then calls the winner's compiled model.
@@ -133,7 +134,8 @@ def tune(
         raise TypeError(f"tune takes a Module, got {type(module).__name__}")
     args = input_data if isinstance(input_data, tuple) else (input_data,)
     where = torch.device(device) if device is not None else model_device(module.model)
-    settings = settings if settings is not None else MeasureSettings()
+    if settings is None:
+        settings = MeasureSettings(eager=False, reference=False)
     measurements: dict[str, BenchmarkResult] = {}
     errors: dict[str, str] = {}
     for backend in module.strategy.backends:

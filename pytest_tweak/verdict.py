@@ -1,18 +1,35 @@
-"""The regression decision: a case's new numbers against its baseline.
+"""The regression decision: a case's new numbers against its baseline, with the noise counted.
 
-A case regressed when its median is slower than the baseline's by more than the threshold,
-or when it has more graph breaks or more recompiles than the baseline. Faster is reported,
-never a failure.
+A speed figure (seconds per call, or the ratio to the reference workload) is compared on the
+log scale. Its uncertainty adds up the spread of the new run's median, the spread of the
+baseline's medians, and the noise *between* runs (processes, machines of one class), which
+within-run samples cannot show: it is estimated from the baseline's repeated runs when there
+are some, shrunk towards the configured run-to-run noise so that three lucky runs cannot make
+the test overconfident, and taken from that setting alone when the baseline has one run.
+
+With ``c`` the estimated change, ``h`` the half-width of its one-sided ``confidence`` interval
+and ``t`` the threshold (all as log ratios):
+
+- regressed: ``c > t`` and ``c - h > 0`` (slower by more than the threshold, and really slower);
+- improved: faster by more than the threshold percentage, and ``c + h < 0``;
+- inconclusive: otherwise, when ``h > t`` (the noise is too high to tell a change of the
+  threshold's size from no change);
+- unchanged: otherwise.
+
+More graph breaks or more recompiles than the baseline is a regression whatever the speed.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from .baselines import BaselineEntry
+from .baselines import BaselineEntry, RunRecord
+from .stats import Summary, normal_quantile
 
-__all__ = ["Status", "Verdict", "format_seconds", "judge"]
+__all__ = ["Change", "Judging", "Status", "Verdict", "compare", "format_seconds", "judge"]
 
 
 class Status(str, Enum):
@@ -22,6 +39,7 @@ class Status(str, Enum):
     UNCHANGED = "unchanged"
     IMPROVED = "improved"
     REGRESSED = "regressed"
+    INCONCLUSIVE = "inconclusive"  # too noisy to decide
     NOT_COMPARED = "not compared"  # --tweak-save, or timing disabled
 
     def __str__(self) -> str:
@@ -29,40 +47,197 @@ class Status(str, Enum):
 
 
 @dataclass(frozen=True)
+class Judging:
+    """How changes are judged.
+
+    Args:
+        threshold_pct: The smallest slow-down that counts, in percent.
+        run_noise_pct: Run-to-run noise of a median (one standard deviation, percent) assumed
+            when the baseline cannot show it (one run), and the prior it is shrunk towards.
+        confidence: One-sided confidence that a reported regression is real.
+        metric: ``normalized`` (time over the reference workload's) or ``absolute`` (time).
+        fail_inconclusive: An inconclusive verdict fails the test.
+    """
+
+    threshold_pct: float
+    run_noise_pct: float
+    confidence: float = 0.99
+    metric: str = "normalized"
+    fail_inconclusive: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.threshold_pct > 0:
+            raise ValueError(f"threshold_pct must be > 0, got {self.threshold_pct!r}")
+        if not self.run_noise_pct >= 0:
+            raise ValueError(f"run_noise_pct must be >= 0, got {self.run_noise_pct!r}")
+        if not 0.5 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0.5, 1), got {self.confidence!r}")
+        if self.metric not in ("normalized", "absolute"):
+            raise ValueError(f"metric must be 'normalized' or 'absolute', got {self.metric!r}")
+
+
+#: Weight, in runs, of the configured run-to-run noise against the baseline's own runs.
+_PRIOR_RUNS = 2
+
+
+@dataclass(frozen=True)
+class Change:
+    """One figure of a case against its baseline.
+
+    Attributes:
+        metric: What was compared: ``time``, ``normalized time`` or ``speed-up``.
+        new: The new median.
+        base: The baseline's value (geometric mean of its runs' medians).
+        pct: Estimated change in percent; positive is worse (slower, or less speed-up).
+        low_pct, high_pct: The confidence interval of ``pct``.
+        noise_pct: Half-width of that interval, percent: the change the noise can fake.
+        runs: Runs in the baseline.
+        status: What the change amounts to.
+    """
+
+    metric: str
+    new: float
+    base: float
+    pct: float
+    low_pct: float
+    high_pct: float
+    noise_pct: float
+    runs: int
+    status: Status
+
+    def describe(self, threshold_pct: float, confidence: float) -> str:
+        if self.metric == "speed-up":
+            values = f"{self.new:.3g}x vs baseline {self.base:.3g}x"
+        elif self.metric == "time":
+            values = f"median {format_seconds(self.new)} vs baseline {format_seconds(self.base)}"
+        else:
+            values = f"{self.new:.4g} vs baseline {self.base:.4g} (time / reference)"
+        worse = "less speed-up" if self.metric == "speed-up" else "slower"
+        return (
+            f"{self.metric}: {values}: {self.pct:+.1f}% {worse} "
+            f"({confidence:.0%} interval {self.low_pct:+.1f}% .. {self.high_pct:+.1f}%), "
+            f"threshold {threshold_pct:g}%, noise ±{self.noise_pct:.1f}% "
+            f"({self.runs} baseline run{'s' if self.runs != 1 else ''})"
+        )
+
+
+@dataclass(frozen=True)
 class Verdict:
-    """A status, the median change in percent (when compared) and what regressed."""
+    """The status of a case, the speed change behind it, and what went wrong."""
 
     status: Status
-    change_pct: float | None = None
+    change: Change | None = None
+    speedup: Change | None = None
     problems: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    fail_inconclusive: bool = False
 
     @property
     def failed(self) -> bool:
-        return self.status is Status.REGRESSED
+        return self.status is Status.REGRESSED or (
+            self.status is Status.INCONCLUSIVE and self.fail_inconclusive
+        )
+
+    @property
+    def change_pct(self) -> float | None:
+        return None if self.change is None else self.change.pct
+
+
+def compare(
+    new: Summary,
+    base_runs: Sequence[Summary],
+    *,
+    metric: str,
+    judging: Judging,
+    higher_is_better: bool = False,
+) -> Change:
+    """Judge the change of one figure from ``base_runs`` (one summary per run) to ``new``."""
+    k = len(base_runs)
+    if k == 0:
+        raise ValueError("no baseline runs to compare with")
+    base_logs = [math.log(run.median) for run in base_runs]
+    base_log = sum(base_logs) / k
+    estimate = math.log(new.median) - base_log
+    if higher_is_better:
+        estimate = -estimate
+    within_base = sum(run.log_sd**2 for run in base_runs) / k
+    prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
+    if k >= 2:
+        spread = sum((x - base_log) ** 2 for x in base_logs) / (k - 1)
+        between = max(spread - within_base, 0.0)
+        between = (_PRIOR_RUNS * prior + (k - 1) * between) / (_PRIOR_RUNS + k - 1)
+    else:
+        between = prior
+    variance = (between + new.log_sd**2) + (between + within_base) / k
+    half = normal_quantile(judging.confidence) * math.sqrt(variance)
+    threshold = math.log1p(judging.threshold_pct / 100.0)
+    # faster by more than the threshold, in percent: -T % (never, for T >= 100)
+    faster = (
+        math.log1p(-judging.threshold_pct / 100.0) if judging.threshold_pct < 100 else -math.inf
+    )
+    if estimate > threshold and estimate - half > 0:
+        status = Status.REGRESSED
+    elif estimate < faster and estimate + half < 0:
+        status = Status.IMPROVED
+    elif half > threshold:
+        status = Status.INCONCLUSIVE
+    else:
+        status = Status.UNCHANGED
+    return Change(
+        metric=metric,
+        new=new.median,
+        base=math.exp(base_log),
+        pct=math.expm1(estimate) * 100.0,
+        low_pct=math.expm1(estimate - half) * 100.0,
+        high_pct=math.expm1(estimate + half) * 100.0,
+        noise_pct=math.expm1(half) * 100.0,
+        runs=k,
+        status=status,
+    )
 
 
 def judge(
     baseline: BaselineEntry | None,
+    new: RunRecord,
     *,
-    median_s: float,
     graph_breaks: int,
     recompiles: int,
-    threshold_pct: float,
+    judging: Judging,
 ) -> Verdict:
-    """Compare new numbers with ``baseline``.
-
-    ``threshold_pct`` is the allowed slow-down of the median in percent: with 10, a median
-    10 % slower than the baseline still passes and 10.1 % slower fails.
-    """
+    """Compare a new run and its counts with ``baseline``."""
     if baseline is None:
         return Verdict(Status.NEW)
-    change = (median_s / baseline.median_s - 1.0) * 100.0
-    problems: list[str] = []
-    if change > threshold_pct:
-        problems.append(
-            f"median {format_seconds(median_s)} vs baseline {format_seconds(baseline.median_s)}:"
-            f" {change:+.1f}% slower, threshold {threshold_pct:g}%"
+    notes: list[str] = []
+    use_normalized = judging.metric == "normalized"
+    if use_normalized and (
+        new.normalized is None or any(run.normalized is None for run in baseline.runs)
+    ):
+        use_normalized = False
+        notes.append(
+            "compared absolute time: the reference workload is missing from "
+            + ("this run" if new.normalized is None else "the baseline")
         )
+    if use_normalized:
+        assert new.normalized is not None
+        change = compare(
+            new.normalized,
+            [run.normalized for run in baseline.runs if run.normalized is not None],
+            metric="normalized time",
+            judging=judging,
+        )
+    else:
+        change = compare(
+            new.timing, [run.timing for run in baseline.runs], metric="time", judging=judging
+        )
+    speedup = None
+    base_speedups = [run.speedup for run in baseline.runs if run.speedup is not None]
+    if new.speedup is not None and len(base_speedups) == len(baseline.runs):
+        speedup = compare(
+            new.speedup, base_speedups, metric="speed-up", judging=judging, higher_is_better=True
+        )
+    problems: list[str] = []
+    if change.status is Status.REGRESSED:
+        problems.append(change.describe(judging.threshold_pct, judging.confidence))
     if graph_breaks > baseline.graph_breaks:
         problems.append(
             f"graph breaks {graph_breaks} vs baseline {baseline.graph_breaks}"
@@ -73,11 +248,15 @@ def judge(
             f"recompiles {recompiles} vs baseline {baseline.recompiles}"
             f" (+{recompiles - baseline.recompiles})"
         )
-    if problems:
-        return Verdict(Status.REGRESSED, change, tuple(problems))
-    if change < -threshold_pct:
-        return Verdict(Status.IMPROVED, change)
-    return Verdict(Status.UNCHANGED, change)
+    status = Status.REGRESSED if problems else change.status
+    return Verdict(
+        status=status,
+        change=change,
+        speedup=speedup,
+        problems=tuple(problems),
+        notes=tuple(notes),
+        fail_inconclusive=judging.fail_inconclusive,
+    )
 
 
 def format_seconds(seconds: float) -> str:

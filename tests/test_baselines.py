@@ -10,22 +10,28 @@ import pytest
 
 from pytest_tweak.baselines import (
     FORMAT,
+    MAX_RUNS,
     VERSION,
     BaselineEntry,
     BaselineError,
+    RunRecord,
     load_baselines,
     render,
     save_baselines,
 )
+from pytest_tweak.stats import Summary
+
+
+def summary(median: float) -> Summary:
+    return Summary.of([median * 0.99, median, median * 1.02])
 
 
 def entry(median: float = 0.001, breaks: int = 0, recompiles: int = 0) -> BaselineEntry:
     return BaselineEntry(
-        median_s=median,
+        runs=(RunRecord(timing=summary(median), normalized=summary(median * 4)),),
         graph_breaks=breaks,
         recompiles=recompiles,
         device="cpu",
-        stats={"median": median, "rounds": 10},
     )
 
 
@@ -79,7 +85,16 @@ def test_save_merges_with_what_is_on_disk_now(tmp_path: Path) -> None:
         ("[]", "is not a pytest-tweak baseline file"),
         ('{"format": "other"}', "is not a pytest-tweak baseline file"),
         (f'{{"format": "{FORMAT}", "version": 99, "cases": {{}}}}', "has version 99"),
-        (f'{{"format": "{FORMAT}", "version": 1, "cases": []}}', "'cases' must be an object"),
+        (f'{{"format": "{FORMAT}", "version": 2, "cases": []}}', "'cases' must be an object"),
+        (
+            f'{{"format": "{FORMAT}", "version": 2, "cases": {{"t": {{"runs": []}}}}}}',
+            r"case 't': 'runs' must be a non-empty list",
+        ),
+        (
+            f'{{"format": "{FORMAT}", "version": 2, "cases": {{"t": {{"runs": '
+            f'[{{"timing": {{"n": 0}}}}]}}}}}}',
+            r"case 't'.runs\[0\].timing: 'n' must be an integer >= 1",
+        ),
         (
             f'{{"format": "{FORMAT}", "version": 1, "cases": {{"t": {{"median_s": -1}}}}}}',
             r"case 't': 'median_s' must be a positive number",
@@ -159,5 +174,51 @@ def test_save_keeps_the_file_mode(tmp_path: Path) -> None:
 
 
 def test_nan_is_refused_rather_than_written() -> None:
+    bad = Summary(1, float("nan"), 1.0, 1.0, 1.0, 1.0, 0.0)
     with pytest.raises(ValueError):
-        render({"a": BaselineEntry(median_s=float("nan"), graph_breaks=0, recompiles=0)})
+        render({"a": BaselineEntry(runs=(RunRecord(bad),), graph_breaks=0, recompiles=0)})
+
+
+def test_append_adds_runs_and_keeps_the_newest(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry(0.001), "b": entry(0.5)})
+    for i in range(MAX_RUNS + 3):
+        save_baselines(path, {"a": entry(0.001 * (1 + i / 100))}, append=True)
+    loaded = load_baselines(path)
+    medians = [run.timing.median for run in loaded["a"].runs]
+    assert len(medians) == MAX_RUNS
+    assert medians[-1] == pytest.approx(0.001 * (1 + (MAX_RUNS + 2) / 100))
+    assert loaded["b"] == entry(0.5)  # untouched
+    save_baselines(path, {"a": entry(0.002)})  # without append: replaced
+    assert len(load_baselines(path)["a"].runs) == 1
+
+
+def test_a_version_1_file_is_read_as_one_run_per_case_and_rewritten_as_version_2(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "version": 1,
+                "cases": {
+                    "t": {
+                        "median_s": 0.002,
+                        "graph_breaks": 1,
+                        "recompiles": 0,
+                        "stats": {"min": 0.0019, "max": 0.003, "stddev": 0.0001, "rounds": 25},
+                    }
+                },
+            }
+        )
+    )
+    (old,) = load_baselines(path).values()
+    (run,) = old.runs
+    assert run.timing.median == 0.002 and run.timing.n == 25 and run.normalized is None
+    assert run.timing.log_sd == pytest.approx(1.2533 * 0.0001 / 0.002 / 5)
+    assert old.median_s == 0.002 and old.graph_breaks == 1
+    save_baselines(path, {"u": entry()})
+    data = json.loads(path.read_text())
+    assert data["version"] == VERSION == 2
+    assert data["cases"]["t"]["runs"][0]["timing"]["median"] == 0.002

@@ -20,7 +20,7 @@ from pytest_tweak.counters import read_counts, recompile_limit, reset_dynamo
 from pytest_tweak.measure import MeasureSettings
 
 QUICK = MeasureSettings(
-    warmup_s=0.0, min_warmup_calls=2, max_time_s=0.0, min_rounds=3, min_round_s=0.0001
+    warmup_s=0.0, max_time_s=0.0, min_rounds=3, min_round_s=0.0001, eager=False, reference=False
 )
 CPU = torch.device("cpu")
 
@@ -90,7 +90,7 @@ def test_changing_attribute_recompiles_and_reaches_the_limit() -> None:
     result = _run(
         model,
         settings=MeasureSettings(
-            warmup_s=0.0, min_warmup_calls=limit + 2, max_time_s=0.0, min_rounds=2
+            warmup_s=0.0, max_time_s=0.0, min_rounds=limit + 2, eager=False, reference=False
         ),
     )
     # every call changes `calls`: dynamo recompiles until its limit, then runs eager

@@ -1,33 +1,33 @@
-"""Warm-up, calibration and sampling, on a fake clock so the numbers are exact."""
+"""Timers, calibration, warm-up and interleaved sampling, on fake clocks so numbers are exact."""
 
 from __future__ import annotations
 
 import gc
+import sys
+from collections.abc import Callable
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
+import torch
 
 from pytest_tweak import measure
 from pytest_tweak.measure import (
+    EventTimer,
+    HostTimer,
     MeasureSettings,
-    Plan,
-    Stats,
-    SyncEvery,
+    calibrate,
     gc_paused,
-    plan_rounds,
-    time_rounds,
+    reference_workload,
     warm_up,
 )
 
 
 class FakeClock:
-    """A model that takes `cost` seconds per call, and a device queue drained by sync."""
+    """Time that moves only when a fake model runs."""
 
-    def __init__(self, cost: float) -> None:
+    def __init__(self) -> None:
         self.now = 0.0
-        self.cost = cost
-        self.calls = 0
-        self.syncs = 0
 
     def perf_counter(self) -> float:
         return self.now
@@ -35,17 +35,10 @@ class FakeClock:
     def perf_counter_ns(self) -> int:
         return round(self.now * 1e9)
 
-    def call(self) -> None:
-        self.calls += 1
-        self.now += self.cost
-
-    def sync(self) -> None:
-        self.syncs += 1
-
 
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    fake = FakeClock(cost=2**-14)  # ~61 us, exact in binary
+    fake = FakeClock()
     monkeypatch.setattr(
         measure,
         "time",
@@ -54,60 +47,157 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     return fake
 
 
-def test_warm_up_runs_for_the_time_and_the_count(clock: FakeClock) -> None:
-    calls = warm_up(clock.call, clock.sync, MeasureSettings(warmup_s=2**-7, min_warmup_calls=3))
-    assert calls == 128 and clock.syncs == 1
-    clock.cost = 1.0
-    assert warm_up(clock.call, clock.sync, MeasureSettings(warmup_s=0.01, min_warmup_calls=3)) == 3
+class ScriptedTimer:
+    """A SampleTimer whose samples come from ``cost(call_name, sample_index)``; it advances
+    the fake clock by the sample's duration and logs which workload was sampled."""
+
+    def __init__(self, clock: FakeClock, cost: Callable[[str, int], float]) -> None:
+        self.clock = clock
+        self.cost = cost
+        self.log: list[str] = []
+
+    def __call__(self, call: Callable[[], Any], iterations: int) -> float:
+        name = call()
+        per_call = self.cost(name, self.log.count(name))
+        self.log.append(name)
+        self.clock.now += per_call * iterations
+        return per_call
 
 
-def test_plan_makes_each_round_long_and_fills_the_time(clock: FakeClock) -> None:
-    settings = MeasureSettings(max_time_s=0.5, min_round_s=2**-10)
-    plan = plan_rounds(clock.call, clock.sync, settings)
-    assert plan.estimate_s == 2**-14
-    assert plan.iterations == 16  # 16 calls of 2**-14 s make a round of 2**-10 s
-    assert plan.rounds == 512  # 0.5 s of rounds
+def named(name: str) -> Callable[[], str]:
+    return lambda: name
 
 
-def test_plan_respects_min_and_max_rounds(clock: FakeClock) -> None:
-    clock.cost = 0.1
-    plan = plan_rounds(clock.call, clock.sync, MeasureSettings(max_time_s=0.5, min_rounds=10))
-    assert (plan.iterations, plan.rounds) == (1, 10)
-    clock.cost = 1e-6
-    plan = plan_rounds(
-        clock.call, clock.sync, MeasureSettings(max_time_s=100, min_rounds=1, max_rounds=50)
-    )
-    assert plan.rounds == 50
+def test_host_timer_reads_perf_counter_ns_around_the_calls_and_syncs(clock: FakeClock) -> None:
+    syncs = []
+
+    def call() -> None:
+        clock.now += 2**-14
+
+    timer = HostTimer(lambda: syncs.append(clock.now))
+    assert timer(call, 4) == pytest.approx(2**-14, rel=1e-4)
+    assert syncs == [4 * 2**-14]  # after the last call, before the clock is read
 
 
-def test_time_rounds_returns_seconds_per_call_and_syncs_each_round(clock: FakeClock) -> None:
-    samples = time_rounds(clock.call, clock.sync, Plan(iterations=4, rounds=3, estimate_s=0))
-    assert samples == pytest.approx([2**-14] * 3, rel=1e-4)  # ns clock
-    assert clock.calls == 12 and clock.syncs == 4  # one before, one per round
+def test_calibrate_makes_a_sample_last_min_round_s_ignoring_a_slow_first_probe(
+    clock: FakeClock,
+) -> None:
+    timer = ScriptedTimer(clock, lambda name, i: 1e-2 if i == 0 else 1e-4)
+    assert calibrate(named("case"), timer, min_round_s=2e-3) == 24  # 1.2 * 2 ms / 0.1 ms
+    slow = ScriptedTimer(clock, lambda name, i: 5e-3)
+    assert calibrate(named("case"), slow, min_round_s=2e-3) == 1
 
 
-def test_sync_every_waits_after_the_last_call_of_each_round() -> None:
-    events: list[str] = []
-    timed = SyncEvery(lambda: events.append("call"), lambda: events.append("sync"), every=3)
-    for _ in range(6):
-        timed()
-    assert events == ["call", "call", "call", "sync"] * 2
+def test_warm_up_stops_once_two_windows_agree(clock: FakeClock) -> None:
+    # timings settle geometrically (caches filling, clocks ramping up) towards 1 ms
+    def cost(name: str, i: int) -> float:
+        return 1e-3 * (1 + 0.5 * 0.8**i)
+
+    timer = ScriptedTimer(clock, cost)
+    done = warm_up(named("case"), timer, 1, MeasureSettings(warmup_s=10, stable_pct=2))
+    assert done.stable
+    # the first sample count m whose windows (medians at m-3 and m-8) agree within 2 %
+    first = next(m for m in range(10, 100) if cost("", m - 8) / cost("", m - 3) <= 1.02)
+    assert done.samples == first == 21
 
 
-def test_gc_is_paused_while_sampling_and_restored() -> None:
-    assert gc.isenabled()
-    with gc_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
+def test_warm_up_gives_up_at_its_time_cap_when_timings_keep_drifting(clock: FakeClock) -> None:
+    timer = ScriptedTimer(clock, lambda name, i: 1e-3 * (1.1**i))
+    done = warm_up(named("case"), timer, 1, MeasureSettings(warmup_s=0.05, stable_pct=2))
+    assert not done.stable and 0.05 <= done.seconds < 0.07
 
 
-def test_stats_from_samples() -> None:
-    stats = Stats.from_samples([1.0, 2.0, 3.0, 10.0], iterations=5)
-    assert (stats.min, stats.max, stats.median, stats.mean) == (1.0, 10.0, 2.5, 4.0)
-    assert stats.rounds == 4 and stats.iterations == 5
-    assert stats.stddev == pytest.approx(4.082, rel=1e-3)
-    with pytest.raises(ValueError):
-        Stats.from_samples([], iterations=1)
+def test_measure_interleaves_workloads_and_stops_when_precise(clock: FakeClock) -> None:
+    costs = {"case": 1e-3, "reference": 5e-4, "eager": 2e-3}
+    timer = ScriptedTimer(clock, lambda name, i: costs[name])
+    workloads = {name: named(name) for name in costs}
+    settings = MeasureSettings(min_rounds=10, max_time_s=100, min_round_s=1e-3)
+    result = measure.measure(workloads, timer, settings, primary=("case", "reference"))
+    assert result.stopped == "precise"  # constant samples: precise at the first check
+    assert {n: len(v) for n, v in result.samples.items()} == dict.fromkeys(costs, 10)
+    timed = timer.log[-30:]
+    assert timed == ["case", "reference", "eager"] * 10  # in turn, round by round
+    assert result.iterations == {"case": 1, "reference": 3, "eager": 1}  # 1.2 x 1 ms / 0.5 ms
+    normalized = result.ratio("case", "reference")
+    assert normalized is not None and normalized.median == pytest.approx(2.0)
+    speedup = result.ratio("eager", "case")
+    assert speedup is not None and speedup.median == pytest.approx(2.0)
+
+
+def test_measure_stops_at_the_time_budget_when_noise_keeps_it_imprecise(
+    clock: FakeClock,
+) -> None:
+    noisy = ScriptedTimer(clock, lambda name, i: 1e-3 * (1 + 0.5 * (i % 3)))
+    settings = MeasureSettings(min_rounds=5, max_time_s=0.1, precision_pct=0.01)
+    result = measure.measure({"case": named("case")}, noisy, settings)
+    assert result.stopped == "time budget"
+    assert 0.1 <= result.seconds < 0.11
+
+
+def test_measure_takes_at_least_min_rounds_even_over_budget(clock: FakeClock) -> None:
+    slow = ScriptedTimer(clock, lambda name, i: 1.0)
+    settings = MeasureSettings(min_rounds=4, max_time_s=0.0, warmup_s=0)
+    result = measure.measure({"case": named("case")}, slow, settings)
+    assert len(result.samples["case"]) == 4
+
+
+def test_gc_and_tracing_are_off_while_sampling_and_restored() -> None:
+    def tracer(*args: Any) -> None:
+        return None
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        assert gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+            assert sys.gettrace() is None
+        assert gc.isenabled() and sys.gettrace() is tracer
+    finally:
+        sys.settrace(before)
+
+
+class _StandInEvent:
+    """A stand-in for torch.cuda.Event / torch.xpu.Event: records the fake clock."""
+
+    def __init__(self, clock: FakeClock, enable_timing: bool = False) -> None:
+        assert enable_timing
+        self.clock = clock
+        self.at: float | None = None
+
+    def record(self) -> None:
+        self.at = self.clock.now
+
+    def synchronize(self) -> None:
+        return None
+
+    def elapsed_time(self, end: _StandInEvent) -> float:
+        assert self.at is not None and end.at is not None
+        return (end.at - self.at) * 1e3  # milliseconds, as torch's events
+
+
+def test_event_timer_on_a_stand_in_device_module_returns_event_time_per_call(
+    clock: FakeClock,
+) -> None:
+    module = SimpleNamespace(Event=lambda enable_timing: _StandInEvent(clock, enable_timing))
+    timer = EventTimer(torch.device("cpu"), module=module, flush_bytes=1024)
+
+    def call() -> None:
+        clock.now += 1e-3
+
+    assert timer(call, 5) == pytest.approx(1e-3)
+    # The stand-in's fills take no time (1 us is the floor): to outlast the 5 ms the host
+    # spent queueing, the next sample is preceded by 1.5 * 5 ms / 1 us + 1 fills.
+    assert timer.fills == 7501 and timer.host_bound_samples == 0
+    capped = EventTimer(torch.device("cpu"), module=module, flush_bytes=1024, max_spacer_s=0)
+    capped(call, 5)
+    assert capped.fills == 1 and capped.host_bound_samples == 1  # reported, not hidden
+
+
+def test_reference_workload_is_fixed_and_deterministic() -> None:
+    first, second = reference_workload(torch.device("cpu")), reference_workload(torch.device("cpu"))
+    assert torch.equal(first(), second())
+    assert first().shape == (64, 256)
 
 
 @pytest.mark.parametrize(
@@ -117,9 +207,18 @@ def test_stats_from_samples() -> None:
         {"max_time_s": float("nan")},
         {"min_rounds": 0},
         {"min_rounds": 5, "max_rounds": 2},
-        {"min_warmup_calls": 1.5},
+        {"precision_pct": -1},
+        {"cpu_threads": 0},
     ],
 )
 def test_bad_settings_are_refused(kwargs: dict[str, float]) -> None:
     with pytest.raises(ValueError):
         MeasureSettings(**kwargs)  # type: ignore[arg-type]
+
+
+def test_fast_settings_are_shorter_and_overridable() -> None:
+    fast = MeasureSettings.fast()
+    default = MeasureSettings()
+    assert fast.max_time_s < default.max_time_s and fast.warmup_s < default.warmup_s
+    assert not fast.eager
+    assert MeasureSettings.fast(max_time_s=5.0).max_time_s == 5.0

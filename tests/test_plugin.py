@@ -221,8 +221,15 @@ def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
             "pytest-tweak*",
             "*--tweak-device=DEV*",
             "*--tweak-save*",
+            "*--tweak-append*",
             "*--tweak-baseline=PATH*",
             "*--tweak-threshold=PCT*",
+            "*--tweak-run-noise=PCT*",
+            "*--tweak-metric=NAME*",
+            "*--tweak-fail-inconclusive*",
+            "*--tweak-fast*",
+            "*--tweak-precision=PCT*",
+            "*--tweak-eager=on|off*",
             "*tweak_threshold (string):*",
         ]
     )
@@ -250,6 +257,19 @@ def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
             "*--tweak-min-rounds: invalid value '2.5'; expected an integer >= 1",
         ),
         (["--tweak-max-time=-1"], "", "*--tweak-max-time: invalid value '-1'*"),
+        (
+            ["--tweak-metric=mean"],
+            "",
+            "*--tweak-metric: invalid value 'mean'; expected one of: normalized, absolute",
+        ),
+        (["--tweak-eager=maybe"], "", "*--tweak-eager: invalid value 'maybe'; expected one of*"),
+        (
+            ["--tweak-threshold=tpu=5"],
+            "",
+            "*--tweak-threshold: invalid value 'tpu=5'; expected a percentage > 0, or "
+            "DEVICE=PCT pairs*",
+        ),
+        ([], "tweak_run_noise = cpu=-1", "*ini option tweak_run_noise: invalid value*"),
     ],
 )
 def test_bad_option_values_are_usage_errors(
@@ -312,7 +332,11 @@ def test_save_then_compare_fails_exactly_the_regressed_tests(
     unchanged.stdout.fnmatch_lines(["*test_control*cpu*default*unchanged"])
 
     for change, problem in [
-        ("slow", "*median * vs baseline *: +*% slower, threshold 200%"),
+        (
+            "slow",
+            "*normalized time: * vs baseline * (time / reference): +*% slower (99% interval *"
+            " .. *), threshold 200%, noise ±*% (1 baseline run)",
+        ),
         ("break", "*graph breaks 1 vs baseline 0 (+1)"),
         ("recompile", "*recompiles * vs baseline 0 (+*)"),
     ]:
@@ -363,7 +387,8 @@ def test_save_keeps_entries_of_cases_that_did_not_run(pytester: pytest.Pytester,
         "test_changing.py::test_control[cpu-default]",
         "test_changing.py::test_speed[cpu-default]",
     ]
-    assert cases["other.py::test_gpu[cuda-default]"]["median_s"] == 0.5
+    # the version-1 entry was carried over into the version-2 file
+    assert cases["other.py::test_gpu[cuda-default]"]["runs"][0]["timing"]["median"] == 0.5
     assert cases["other.py::test_gpu[cuda-default]"]["graph_breaks"] == 2
 
 
@@ -511,7 +536,9 @@ def test_benchmark_json_holds_every_case_with_tweak_metrics(
     assert sorted(benchmarks) == sorted(SPEC_IDS)
     info = benchmarks["test_tinynet_speed[cpu-default]"]["extra_info"]["tweak"]
     assert info["device"] == "cpu" and info["config"] == "default"
-    assert (info["graph_breaks"], info["recompiles"], info["verdict"]) == (0, 0, "new")
+    assert (info["graph_breaks"], info["recompiles"], info["verdict"]["status"]) == (0, 0, "new")
+    assert info["timing"]["n"] >= 5 and info["normalized"]["median"] > 0
+    assert info["speedup"]["median"] > 0 and info["phases"]["measure_s"] > 0
     assert info["graph_count"] == 1 and info["compile_time_s"] > 0
     stats = benchmarks["test_tinynet_speed[cpu-default]"]["stats"]
     assert stats["rounds"] >= 5 and stats["median"] > 0
@@ -537,7 +564,7 @@ def test_benchmark_disable_runs_each_case_once_and_skips_the_comparison(
             model.register_forward_pre_hook(lambda m, a: setattr(m, "calls", m.calls + 1))
             result = tweak.benchmark(model, torch.randn(2, 4))
             assert model.calls == 1
-            assert result.median_s is None and result.stats is None
+            assert result.median_s is None and result.timing is None
             assert result.graph_breaks == 0 and result.compile_time_s > 0
     """)
     # a baseline this case could never meet: 1 ns
@@ -576,7 +603,7 @@ def test_ini_twins_set_device_threshold_baseline_and_save(
     result = run_suite()
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["tweak: devices=cpu, baseline=*perf/baselines.json, threshold=40%, save=yes*"]
+        ["tweak: devices=cpu, baseline=*perf/baselines.json, threshold=cpu=40%, *save=yes*"]
     )
     assert list(_baseline(pytester.path / "perf" / "baselines.json")) == [
         "test_ini_twins_set_device_threshold_baseline_and_save.py::test_lin[cpu-default]"
@@ -599,7 +626,7 @@ def test_fixture_attributes_and_compile(pytester: pytest.Pytester, run_suite) ->
             torch.testing.assert_close(tweak.compile(model)(x), model(x))
             result = tweak.benchmark(model, x)
             assert result.device == torch.device("cpu")
-            assert result.stats.min <= result.median_s <= result.stats.max
+            assert result.timing.min <= result.median_s <= result.timing.max
             with pytest.raises(RuntimeError, match="once per test"):
                 tweak.benchmark(model, x)
     """)
@@ -619,3 +646,98 @@ def test_benchmark_save_stores_the_cases_in_pytest_benchmarks_storage(
     (bench,) = json.loads(saved.read_text())["benchmarks"]
     assert bench["name"] == "test_lin[cpu-default]"
     assert bench["extra_info"]["tweak"]["config"] == "default"
+
+
+# One test gets a real slow-down (more layers) in the "pull request" run; the others do not.
+SLOWING_SUITE = """
+import os, torch
+
+def stack(depth):
+    layers = []
+    for _ in range(depth):
+        layers += [torch.nn.Linear(64, 64), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers).eval()
+
+def test_steady_a(tweak):
+    tweak.benchmark(stack(4), torch.randn(32, 64))
+
+def test_steady_b(tweak):
+    tweak.benchmark(stack(6), torch.randn(32, 64))
+
+def test_slowed(tweak):
+    slow = os.environ.get("TWEAK_SLOW") == "1"
+    tweak.benchmark(stack(12 if slow else 4), torch.randn(32, 64))
+"""
+
+
+def test_a_real_injected_regression_fails_exactly_its_test_with_the_numbers(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_slowing=SLOWING_SUITE)
+    # a baseline from two runs, so the verdict sees the spread between runs
+    run_suite("--tweak-save").assert_outcomes(passed=3)
+    appended = run_suite("--tweak-save", "--tweak-append")
+    appended.assert_outcomes(passed=3)
+    cases = _baseline(pytester.path / "tweak-baselines.json")
+    assert all(len(case["runs"]) == 2 for case in cases.values())
+    monkeypatch.setenv("TWEAK_SLOW", "1")
+    # generous noise and threshold: the pytester runs are short and the machine is shared
+    result = run_suite("--tweak-threshold=20", "--tweak-run-noise=3")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["FAILED test_slowing.py::test_slowed[[]cpu-default[]]*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*normalized time: * vs baseline *: +*% slower (99% interval +*% .. +*%), "
+            "threshold 20%, noise ±*% (2 baseline runs)",
+            "*speed-up: *x vs baseline *x*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*test_slowed*cpu*default*regressed"])
+    for name in ("test_steady_a", "test_steady_b"):
+        line = next(x for x in result.stdout.lines if x.startswith(f"test_slowing.py::{name} "))
+        assert line.split()[-1] in ("unchanged", "inconclusive", "improved"), line
+
+
+def test_inconclusive_is_reported_and_fails_only_with_the_option(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import torch
+        def test_lin(tweak):
+            tweak.benchmark(torch.nn.Linear(16, 16), torch.randn(4, 16))
+    """)
+    run_suite("--tweak-save", "--tweak-eager=off").assert_outcomes(passed=1)
+    # 40 % run-to-run noise cannot decide about a 5 % threshold
+    noisy = ("--tweak-run-noise=40", "--tweak-threshold=5", "--tweak-eager=off")
+    result = run_suite(*noisy)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*test_lin*cpu*default*±*inconclusive", "1 case(s) inconclusive: the noise is larger*"]
+    )
+    strict = run_suite(*noisy, "--tweak-fail-inconclusive")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: *test_lin[[]cpu-default[]] is inconclusive against *:",
+            "*normalized time: *noise ±*",
+            "*the noise is larger than the threshold*",
+        ]
+    )
+
+
+def test_fast_and_absolute_and_eager_off_are_honoured(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("""
+        import torch
+        def test_lin(tweak):
+            result = tweak.benchmark(torch.nn.Linear(16, 16), torch.randn(4, 16))
+            assert result.eager is None and result.speedup is None
+            assert result.normalized is None
+            assert result.timing.n >= 5
+    """)
+    result = pytester.runpytest_subprocess(
+        "--tweak-fast", "--tweak-metric=absolute", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["tweak: *metric=absolute*max-time=0.3s, min-rounds=5, precision=3%, eager=off*"]
+    )

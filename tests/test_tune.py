@@ -41,7 +41,7 @@ def test_one_backend_strategy_always_picks_its_backend() -> None:
     module = Module(TinyMLP(), "tiny", strategy=OneBackendStrategy(backend))
     result = tune(module, torch.randn(4, 16), settings=QUICK)
     assert result.winner is backend
-    assert result.best.stats is not None and result.best.stats.rounds >= 5
+    assert result.best.timing is not None and result.best.timing.n >= 5
 
 
 def test_a_backend_that_fails_is_reported_and_the_rest_still_run() -> None:

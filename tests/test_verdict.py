@@ -1,76 +1,210 @@
-"""The regression decision, on synthetic numbers."""
+"""The regression decision on synthetic samples: known-equal and known-different distributions."""
 
 from __future__ import annotations
+
+import math
+import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_tweak.baselines import BaselineEntry
-from pytest_tweak.verdict import Status, format_seconds, judge
+from pytest_tweak.baselines import BaselineEntry, RunRecord
+from pytest_tweak.stats import Summary
+from pytest_tweak.verdict import Judging, Status, compare, format_seconds, judge
 
-BASE = BaselineEntry(median_s=0.001, graph_breaks=1, recompiles=2)
+JUDGING = Judging(threshold_pct=5.0, run_noise_pct=1.0)
 
 
-def _judge(median: float, breaks: int = 1, recompiles: int = 2, threshold: float = 10.0):
+def summary(median: float, log_sd: float = 0.001, n: int = 50) -> Summary:
+    return Summary(n, median, median, median, median * 0.99, median * 1.01, log_sd)
+
+
+def run(median: float, log_sd: float = 0.001, normalized: float | None = None) -> RunRecord:
+    return RunRecord(
+        timing=summary(median, log_sd),
+        normalized=None if normalized is None else summary(normalized, log_sd),
+    )
+
+
+def entry(*runs: RunRecord, breaks: int = 1, recompiles: int = 2) -> BaselineEntry:
+    return BaselineEntry(runs=tuple(runs), graph_breaks=breaks, recompiles=recompiles)
+
+
+def sampled_run(rng: random.Random, median: float, between: float, within: float = 0.05) -> Summary:
+    """A run on a machine whose speed today is off by a lognormal(0, between) factor."""
+    today = median * rng.lognormvariate(0.0, between)
+    return Summary.of([today * rng.lognormvariate(0.0, within) for _ in range(60)])
+
+
+def _judge(new: float, *base: float, judging: Judging = JUDGING, **counts: int):
     return judge(
-        BASE, median_s=median, graph_breaks=breaks, recompiles=recompiles, threshold_pct=threshold
+        entry(*(run(b) for b in base or (1e-3,))),
+        run(new),
+        graph_breaks=counts.get("breaks", 1),
+        recompiles=counts.get("recompiles", 2),
+        judging=judging,
     )
 
 
 def test_no_baseline_is_new() -> None:
-    verdict = judge(None, median_s=1.0, graph_breaks=9, recompiles=9, threshold_pct=10)
+    verdict = judge(None, run(1.0), graph_breaks=9, recompiles=9, judging=JUDGING)
     assert verdict.status is Status.NEW and not verdict.failed
 
 
-def test_slower_beyond_threshold_regresses_with_all_numbers_in_the_message() -> None:
-    verdict = _judge(0.00125)
-    assert verdict.failed and verdict.change_pct == pytest.approx(25.0)
+def test_clear_slow_down_regresses_with_medians_interval_threshold_and_noise() -> None:
+    verdict = _judge(1.25e-3)
+    assert verdict.failed and verdict.status is Status.REGRESSED
+    assert verdict.change_pct == pytest.approx(25.0)
     (problem,) = verdict.problems
-    assert problem == "median 1.25 ms vs baseline 1 ms: +25.0% slower, threshold 10%"
+    assert problem.startswith("time: median 1.25 ms vs baseline 1 ms: +25.0% slower (99% interval")
+    assert "threshold 5%, noise ±" in problem and "(1 baseline run)" in problem
+    change = verdict.change
+    assert change is not None and 0 < change.low_pct < 25.0 < change.high_pct
 
 
-def test_slower_within_threshold_is_unchanged() -> None:
-    assert _judge(0.00109).status is Status.UNCHANGED
+def test_slow_down_below_the_threshold_is_unchanged() -> None:
+    assert _judge(1.03e-3).status is Status.UNCHANGED
 
 
-def test_faster_is_improved_never_a_failure() -> None:
-    verdict = _judge(0.0005)
+def test_faster_beyond_the_threshold_is_improved_never_a_failure() -> None:
+    verdict = _judge(0.5e-3)
     assert verdict.status is Status.IMPROVED and not verdict.failed
 
 
+def test_too_noisy_to_decide_is_inconclusive_and_fails_only_when_asked() -> None:
+    noisy = Judging(threshold_pct=5.0, run_noise_pct=5.0)
+    verdict = _judge(1.0e-3, judging=noisy)
+    assert verdict.status is Status.INCONCLUSIVE and not verdict.failed
+    assert verdict.change is not None and verdict.change.noise_pct > 5.0
+    strict = Judging(threshold_pct=5.0, run_noise_pct=5.0, fail_inconclusive=True)
+    assert _judge(1.0e-3, judging=strict).failed
+
+
+def test_a_large_slow_down_is_regressed_even_when_noisy() -> None:
+    noisy = Judging(threshold_pct=5.0, run_noise_pct=5.0)
+    assert _judge(2e-3, judging=noisy).status is Status.REGRESSED
+
+
+def test_spread_between_baseline_runs_widens_the_interval() -> None:
+    tight = _judge(1.06e-3, 1.0e-3, 1.0e-3, 1.0e-3, 1.0e-3, 1.0e-3)
+    spread = _judge(1.06e-3, 0.94e-3, 1.0e-3, 1.06e-3, 0.97e-3, 1.03e-3)
+    assert tight.change is not None and spread.change is not None
+    assert spread.change.noise_pct > 2 * tight.change.noise_pct
+    assert tight.status is Status.REGRESSED
+    assert spread.status is Status.INCONCLUSIVE
+
+
 def test_more_graph_breaks_regress_even_when_faster() -> None:
-    verdict = _judge(0.0005, breaks=3)
+    verdict = _judge(0.5e-3, breaks=3)
     assert verdict.failed
     assert verdict.problems == ("graph breaks 3 vs baseline 1 (+2)",)
 
 
 def test_more_recompiles_regress() -> None:
-    assert _judge(0.001, recompiles=3).problems == ("recompiles 3 vs baseline 2 (+1)",)
+    assert _judge(1e-3, recompiles=3).problems == ("recompiles 3 vs baseline 2 (+1)",)
 
 
 def test_fewer_breaks_and_recompiles_are_fine() -> None:
-    assert not _judge(0.001, breaks=0, recompiles=0).failed
+    assert not _judge(1e-3, breaks=0, recompiles=0).failed
+
+
+def test_normalized_metric_is_judged_when_both_sides_have_it() -> None:
+    # absolute time +30 % (a slower machine), normalized time unchanged
+    base = entry(run(1e-3, normalized=2.0))
+    verdict = judge(
+        base, run(1.3e-3, normalized=2.0), graph_breaks=1, recompiles=2, judging=JUDGING
+    )
+    assert verdict.status is Status.UNCHANGED
+    assert verdict.change is not None and verdict.change.metric == "normalized time"
+
+
+def test_normalized_metric_falls_back_to_absolute_with_a_note() -> None:
+    verdict = judge(
+        entry(run(1e-3)),
+        run(1.3e-3, normalized=2.0),
+        graph_breaks=1,
+        recompiles=2,
+        judging=JUDGING,
+    )
+    assert verdict.status is Status.REGRESSED and verdict.change is not None
+    assert verdict.change.metric == "time"
+    assert verdict.notes == (
+        "compared absolute time: the reference workload is missing from the baseline",
+    )
+
+
+def test_speedup_is_judged_with_higher_is_better() -> None:
+    worse = compare(
+        summary(1.5), [summary(2.0)], metric="speed-up", judging=JUDGING, higher_is_better=True
+    )
+    assert worse.status is Status.REGRESSED and worse.pct == pytest.approx(100 * (2.0 / 1.5 - 1))
+    better = compare(
+        summary(2.5), [summary(2.0)], metric="speed-up", judging=JUDGING, higher_is_better=True
+    )
+    assert better.status is Status.IMPROVED
+
+
+def _alarm_rate(slow_down: float, trials: int = 3000, baseline_runs: int = 1) -> float:
+    """How often a run `slow_down` slower is called regressed, with the noise as assumed."""
+    rng = random.Random(42)
+    judging = Judging(threshold_pct=5.0, run_noise_pct=2.0)
+    alarms = 0
+    for _ in range(trials):
+        base = [sampled_run(rng, 1e-3, between=0.02) for _ in range(baseline_runs)]
+        new = sampled_run(rng, 1e-3 * (1 + slow_down), between=0.02)
+        alarms += compare(new, base, metric="time", judging=judging).status is Status.REGRESSED
+    return alarms / trials
+
+
+def test_known_equal_distributions_rarely_alarm() -> None:
+    assert _alarm_rate(0.0) <= 0.01  # the noise is known: the nominal 1 %
+    # five runs estimate the noise with few degrees of freedom: a little above nominal
+    assert _alarm_rate(0.0, baseline_runs=5) <= 0.015
+
+
+def test_known_different_distributions_are_detected() -> None:
+    assert _alarm_rate(0.15) >= 0.95
+    assert _alarm_rate(0.15, baseline_runs=5) >= 0.99
 
 
 @given(
-    st.floats(min_value=1e-7, max_value=10.0),
-    st.floats(min_value=1e-7, max_value=10.0),
-    st.floats(min_value=0.1, max_value=200.0),
+    base=st.lists(st.floats(min_value=1e-6, max_value=1.0), min_size=1, max_size=6),
+    factor=st.floats(min_value=0.2, max_value=5.0),
+    noise=st.floats(min_value=0.0, max_value=20.0),
+    threshold=st.floats(min_value=0.1, max_value=50.0),
+    log_sd=st.floats(min_value=0.0, max_value=0.2),
 )
-def test_fails_exactly_when_the_change_exceeds_the_threshold(
-    base: float, new: float, threshold: float
+def test_verdict_properties(
+    base: list[float], factor: float, noise: float, threshold: float, log_sd: float
 ) -> None:
-    verdict = judge(
-        BaselineEntry(median_s=base, graph_breaks=0, recompiles=0),
-        median_s=new,
-        graph_breaks=0,
-        recompiles=0,
-        threshold_pct=threshold,
+    judging = Judging(threshold_pct=threshold, run_noise_pct=noise)
+    geo = math.exp(sum(math.log(b) for b in base) / len(base))
+    new = geo * factor
+    change = compare(
+        summary(new, log_sd), [summary(b, log_sd) for b in base], metric="time", judging=judging
     )
-    change = (new / base - 1) * 100
-    assert verdict.failed == (change > threshold)
-    assert (verdict.status is Status.IMPROVED) == (change < -threshold)
+    assert change.low_pct <= change.pct <= change.high_pct
+    assert change.pct == pytest.approx((factor - 1) * 100, rel=1e-6, abs=1e-6)
+    if change.status is Status.REGRESSED:
+        assert change.pct > threshold and change.low_pct > 0
+    if change.status is Status.IMPROVED:
+        assert change.pct < -threshold and change.high_pct < 0
+    if change.status is Status.UNCHANGED:
+        assert change.noise_pct <= threshold * 1.0001
+    if factor <= 1.0:
+        assert change.status is not Status.REGRESSED
+    if factor >= 1.0:
+        assert change.status is not Status.IMPROVED
+    # slower never turns a regression into something milder
+    slower = compare(
+        summary(new * 1.5, log_sd),
+        [summary(b, log_sd) for b in base],
+        metric="time",
+        judging=judging,
+    )
+    if change.status is Status.REGRESSED:
+        assert slower.status is Status.REGRESSED
 
 
 @pytest.mark.parametrize(

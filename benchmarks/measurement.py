@@ -1,0 +1,616 @@
+"""How well pytest-tweak's verdicts work: false alarms, power, agreement, cost. Writes a table.
+
+    python benchmarks/measurement.py --device cpu  --runs 30 --loaded-runs 10
+    python benchmarks/measurement.py --device cuda --runs 30
+
+Everything runs through real pytest processes with the plugin at its defaults:
+
+1. A user suite (written to a temporary folder) has five tests of one model: ``slow0`` and
+   ``slow2/5/10/20``, each of which, when ``BENCH_INJECT=1``, adds work calibrated to that
+   share of the model's runtime (a matrix product inside the compiled forward; its width is
+   calibrated first, and the share is verified from the runs themselves).
+2. Baseline: ``--baseline-runs`` fresh processes record every test unchanged, with
+   ``--tweak-save --tweak-append``.
+3. Compare runs: ``--runs`` fresh processes run the suite with the injected work, against the
+   baseline. Each test's verdict comes from the plugin (``--benchmark-json`` carries it); the
+   same runs are also judged offline with other policies (absolute time, a one-run baseline)
+   through the plugin's own `judge`, and with pytest-benchmark's own
+   ``PercentageRegressionCheck`` (what ``--benchmark-compare-fail=median:T%`` applies) on the
+   same medians.
+4. Loaded runs (cpu): compare runs while another process keeps the other cores busy: the
+   machine is slower today, the code is not.
+5. Agreement: fresh processes time the same compiled model with pytest-tweak's measurement,
+   ``torch.utils.benchmark.Timer.adaptive_autorange`` and (cuda) ``triton.testing.do_bench``.
+6. Cost: measurement seconds per case, and the plugin's own time per case outside compile
+   and measurement (the JUnit time of the test minus those phases).
+
+The table goes into ``docs/measurement.md`` between markers for the device, so the cpu and
+cuda sections can be produced on different machines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+SHARES = (0, 2, 5, 10, 20)
+
+# The model: cpu ~1.4 ms per call at one thread; cuda ~1 ms on an H200.
+MODELS = {
+    "cpu": {"width": 256, "depth": 10, "batch": 128},
+    "cuda": {"width": 2048, "depth": 24, "batch": 1024},
+}
+
+MODEL = """
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, width, depth, extra):
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.weights = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.randn(width, width, generator=g) / width**0.5)
+            for _ in range(depth)
+        )
+        self.extra = (
+            torch.nn.Parameter(torch.randn(width, extra, generator=g) / width**0.5)
+            if extra else None
+        )
+
+    def forward(self, x):
+        y = x
+        for w in self.weights:
+            y = torch.relu(y @ w)
+        if self.extra is not None:  # the injected work, inside the compiled graph
+            y = y + (torch.relu(x @ self.extra).mean() * 1e-6)
+        return y
+
+
+def inputs(spec, device="cpu"):
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(spec["batch"], spec["width"], generator=g).to(device)
+"""
+
+SUITE = """
+import json, os, pytest, torch
+from bench_model import Model, inputs
+
+SPEC = json.loads(os.environ["BENCH_SPEC"])
+INJECT = os.environ.get("BENCH_INJECT") == "1"
+
+
+@pytest.mark.parametrize("share", SPEC["shares"], ids=lambda s: f"slow{s}")
+def test_model(tweak, share):
+    extra = SPEC["extra"][str(share)] if INJECT else 0
+    model = Model(SPEC["width"], SPEC["depth"], extra).eval()
+    with torch.no_grad():
+        tweak.benchmark(model, inputs(SPEC))
+"""
+
+
+def _env(spec: dict[str, Any], inject: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["BENCH_SPEC"] = json.dumps(spec)
+    env["BENCH_INJECT"] = "1" if inject else "0"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(tempfile.gettempdir()) / "bench-cache"))
+    return env
+
+
+def _pytest(work: Path, spec: dict[str, Any], inject: bool, tag: str, *args: str) -> Path:
+    out = work / f"{tag}.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "test_bench.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--tweak-device={spec['device']}",
+        f"--benchmark-json={out}",
+        f"--junitxml={work / (tag + '.xml')}",
+        *args,
+    ]
+    if not _installed():
+        cmd[3:3] = ["-p", "pytest_tweak.plugin"]
+    done = subprocess.run(
+        cmd, cwd=work, env=_env(spec, inject), capture_output=True, text=True, check=False
+    )
+    if done.returncode not in (0, 1) or not out.exists():
+        sys.exit(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+    return out
+
+
+def _installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.value.startswith("pytest_tweak") for ep in entry_points(group="pytest11"))
+
+
+def _cases(path: Path) -> dict[str, dict[str, Any]]:
+    """The run's benchmarks by injected share (the ``slowN`` part of the test id)."""
+    data = json.loads(path.read_text())
+    cases = {}
+    for bench in data["benchmarks"]:
+        (part,) = [
+            p for p in bench["name"].strip("]").split("[")[1].split("-") if p.startswith("slow")
+        ]
+        cases[part] = bench
+    return cases
+
+
+def _junit_times(path: Path) -> dict[str, float]:
+    """Each test's time (setup, call and teardown) by injected share."""
+    times = {}
+    for case in ET.parse(path).iter("testcase"):
+        name = case.get("name", "")
+        (part,) = [p for p in name.strip("]").split("[")[1].split("-") if p.startswith("slow")]
+        times[part] = float(case.get("time", "nan"))
+    return times
+
+
+# -- calibration of the injected work -------------------------------------------------------
+
+
+CALIBRATE = """
+import json, os, sys, torch
+sys.path[:0] = [os.environ["BENCH_ROOT"], os.environ["BENCH_WORK"]]
+from bench_model import Model, inputs
+from pytest_tweak.backends import TorchInductorBackend
+from pytest_tweak.measure import MeasureSettings, make_timer, measure
+spec = json.loads(os.environ["BENCH_SPEC"])
+device = torch.device(spec["device"])
+torch.set_num_threads(1)
+probe = int(os.environ["BENCH_PROBE"])
+x = inputs(spec, device)
+calls = {}
+for name, extra in (("base", 0), ("probe", probe)):
+    model = Model(spec["width"], spec["depth"], extra).eval().to(device)
+    compiled = TorchInductorBackend().compile(model, device)
+    with torch.no_grad():
+        compiled(x)
+    calls[name] = (lambda c: lambda: c(x))(compiled)
+settings = MeasureSettings(max_time_s=10.0, min_rounds=50, precision_pct=0.2)
+with torch.no_grad():
+    m = measure(calls, make_timer(device), settings, primary=("probe", "base"))
+print(json.dumps({"ratio": m.ratio("probe", "base").median}))
+"""
+
+
+def calibrate(work: Path, spec: dict[str, Any]) -> dict[str, int]:
+    """Width of the injected product for each share, from one measured probe width."""
+    probe = spec["width"] * 2
+    env = _env(spec, False)
+    env.update(BENCH_ROOT=str(ROOT), BENCH_WORK=str(work), BENCH_PROBE=str(probe))
+    done = subprocess.run(
+        [sys.executable, "-c", CALIBRATE], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        sys.exit(f"calibration failed:\n{done.stderr[-4000:]}")
+    ratio = json.loads(done.stdout.strip().splitlines()[-1])["ratio"]
+    per_column = (ratio - 1.0) / probe
+    extra = {"0": 0}
+    for share in SHARES[1:]:
+        extra[str(share)] = max(8, round(share / 100.0 / per_column / 8) * 8)
+    print(f"calibration: +{(ratio - 1) * 100:.1f}% for {probe} columns -> {extra}", flush=True)
+    return extra
+
+
+# -- agreement with other harnesses ---------------------------------------------------------
+
+
+AGREE = """
+import json, os, statistics, sys, torch
+sys.path[:0] = [os.environ["BENCH_ROOT"], os.environ["BENCH_WORK"]]
+from bench_model import Model, inputs
+spec = json.loads(os.environ["BENCH_SPEC"])
+device = torch.device(spec["device"])
+method = os.environ["BENCH_METHOD"]
+torch.set_num_threads(1)
+model = Model(spec["width"], spec["depth"], 0).eval().to(device)
+x = inputs(spec, device)
+compiled = torch.compile(model)
+with torch.no_grad():
+    compiled(x)
+    if method == "tweak":
+        from pytest_tweak.measure import MeasureSettings, make_timer, measure
+        m = measure({"case": lambda: compiled(x)}, make_timer(device), MeasureSettings())
+        median = m.summary("case").median
+    elif method == "timer":
+        from torch.utils.benchmark import Timer
+        t = Timer("f(x)", globals={"f": compiled, "x": x}, num_threads=1)
+        median = t.adaptive_autorange(threshold=0.01, max_run_time=10).median
+    else:
+        from triton.testing import do_bench
+        median = do_bench(lambda: compiled(x), return_mode="median") / 1e3
+print(json.dumps({"median": median}))
+"""
+
+
+def agreement(work: Path, spec: dict[str, Any], processes: int) -> dict[str, list[float]]:
+    methods = ["tweak", "timer"] + (["do_bench"] if spec["device"] == "cuda" else [])
+    env = _env(spec, False)
+    env.update(BENCH_ROOT=str(ROOT), BENCH_WORK=str(work))
+    medians: dict[str, list[float]] = {m: [] for m in methods}
+    for _ in range(processes):
+        for method in methods:  # interleaved, so drifts hit every method alike
+            env["BENCH_METHOD"] = method
+            done = subprocess.run(
+                [sys.executable, "-c", AGREE],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if done.returncode:
+                sys.exit(f"agreement {method} failed:\n{done.stderr[-4000:]}")
+            medians[method].append(json.loads(done.stdout.strip().splitlines()[-1])["median"])
+    return medians
+
+
+# -- judging ---------------------------------------------------------------------------------
+
+
+def _run_record(info: dict[str, Any]):
+    from pytest_tweak.baselines import RunRecord
+    from pytest_tweak.stats import Summary
+
+    def summary(name: str):
+        data = info.get(name)
+        return None if data is None else Summary.from_dict(data, name)
+
+    return RunRecord(
+        timing=summary("timing"), normalized=summary("normalized"), speedup=summary("speedup")
+    )
+
+
+def judge_offline(base_runs: list[Any], new: Any, metric: str, device: str) -> str:
+    from pytest_tweak.baselines import BaselineEntry
+    from pytest_tweak.plugin import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
+    from pytest_tweak.verdict import Judging, judge
+
+    judging = Judging(
+        threshold_pct=DEFAULT_THRESHOLD_PCT[device],
+        run_noise_pct=DEFAULT_RUN_NOISE_PCT[device],
+        metric=metric,
+    )
+    entry = BaselineEntry(runs=tuple(base_runs), graph_breaks=0, recompiles=0)
+    return str(judge(entry, new, graph_breaks=0, recompiles=0, judging=judging).status)
+
+
+def pytest_benchmark_fails(base_median: float, new_median: float, threshold: int) -> bool:
+    from pytest_benchmark.utils import parse_compare_fail
+
+    check = parse_compare_fail(f"median:{threshold}%")
+    return bool(check.fails({"median": new_median}, {"median": base_median}))
+
+
+# -- the whole benchmark ---------------------------------------------------------------------
+
+
+STAGES = ("setup", "baseline", "compare", "agree", "render")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--runs", type=int, default=30, help="compare runs (fresh processes)")
+    parser.add_argument("--baseline-runs", type=int, default=5)
+    parser.add_argument("--loaded-runs", type=int, default=0, help="compare runs under load")
+    parser.add_argument("--agree-processes", type=int, default=5)
+    parser.add_argument("--work", type=Path, default=None, help="keep the runs' files here")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "measurement.md")
+    parser.add_argument(
+        "--stage",
+        choices=("all", *STAGES),
+        default="all",
+        help="run one stage on --work (to split the work over several sessions); "
+        "compare and agree add to what the folder holds",
+    )
+    args = parser.parse_args()
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="tweak-measurement-"))
+    work.mkdir(parents=True, exist_ok=True)
+    stages = STAGES if args.stage == "all" else (args.stage,)
+    for stage in stages:
+        started = time.perf_counter()
+        globals()[f"_stage_{stage}"](work, args)
+        _add_seconds(work, time.perf_counter() - started)
+
+
+def _add_seconds(work: Path, seconds: float) -> None:
+    path = work / "seconds.json"
+    total = json.loads(path.read_text()) if path.exists() else 0.0
+    path.write_text(json.dumps(total + seconds))
+
+
+def _spec(work: Path) -> dict[str, Any]:
+    return json.loads((work / "spec.json").read_text())
+
+
+def _stage_setup(work: Path, args: argparse.Namespace) -> None:
+    (work / "bench_model.py").write_text(MODEL)
+    (work / "test_bench.py").write_text(SUITE)
+    spec = {"device": args.device, "shares": list(SHARES), **MODELS[args.device]}
+    spec["extra"] = calibrate(work, spec)
+    spec["machine"] = _machine(args.device)
+    (work / "spec.json").write_text(json.dumps(spec))
+
+
+def _stage_baseline(work: Path, args: argparse.Namespace) -> None:
+    spec = _spec(work)
+    for i in range(args.baseline_runs):
+        _pytest(work, spec, False, f"base{i}", "--tweak-save", "--tweak-append")
+        print(f"baseline run {i + 1}/{args.baseline_runs}", flush=True)
+
+
+def _stage_compare(work: Path, args: argparse.Namespace) -> None:
+    spec = _spec(work)
+    for kind, count in (("quiet", args.runs), ("loaded", args.loaded_runs)):
+        first = len(list(work.glob(f"{kind}*.json")))
+        for i in range(first, first + count):
+            load = _start_load() if kind == "loaded" else None
+            try:
+                _pytest(work, spec, True, f"{kind}{i}")
+            finally:
+                if load is not None:
+                    load.kill()
+                    load.wait()
+            print(f"{kind} compare run {i + 1 - first}/{count}", flush=True)
+
+
+def _stage_agree(work: Path, args: argparse.Namespace) -> None:
+    path = work / "agreement.json"
+    medians = json.loads(path.read_text()) if path.exists() else {}
+    for method, values in agreement(work, _spec(work), args.agree_processes).items():
+        medians.setdefault(method, []).extend(values)
+    path.write_text(json.dumps(medians))
+
+
+def _stage_render(work: Path, args: argparse.Namespace) -> None:
+    spec = _spec(work)
+    base = sorted(work.glob("base*.json"), key=_index)
+    runs = []
+    for kind in ("quiet", "loaded"):
+        for path in sorted(work.glob(f"{kind}*.json"), key=_index):
+            runs.append(
+                {
+                    "kind": kind,
+                    "cases": _cases(path),
+                    "junit": _junit_times(path.with_suffix(".xml")),
+                }
+            )
+    results = {
+        "spec": spec,
+        "base": [_cases(p) for p in base],
+        "runs": runs,
+        "agreement": json.loads((work / "agreement.json").read_text()),
+        "seconds": json.loads((work / "seconds.json").read_text()),
+        "machine": spec["machine"],
+    }
+    section = render(results, args)
+    _write_section(args.out, spec["device"], section)
+    print(section)
+
+
+def _index(path: Path) -> int:
+    return int("".join(c for c in path.stem if c.isdigit()) or 0)
+
+
+def _start_load() -> subprocess.Popen[bytes]:
+    """Busy every other core with matrix products, as a noisy neighbour would."""
+    code = (
+        "import torch\n"
+        "torch.set_num_threads(max(1, __import__('os').cpu_count() - 1))\n"
+        "a = torch.randn(512, 512)\n"
+        "while True:\n    a = torch.tanh(a @ a)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    time.sleep(2.0)
+    return proc
+
+
+def _machine(device: str) -> str:
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    text = (
+        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"torch {torch.__version__}"
+    )
+    if device == "cuda":
+        text += f", {torch.cuda.get_device_name()}"
+    return text
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.1f}%"
+
+
+def render(results: dict[str, Any], args: argparse.Namespace) -> str:
+    from pytest_tweak.plugin import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
+
+    spec = results["spec"]
+    device = spec["device"]
+    threshold = DEFAULT_THRESHOLD_PCT[device]
+    base_runs = {
+        name: [_run_record(b[name]["extra_info"]["tweak"]) for b in results["base"]]
+        for name in results["base"][0]
+    }
+    base_abs = {name: results["base"][0][name]["stats"]["median"] for name in results["base"][0]}
+    lines = [
+        f"Machine: {results['machine']}.",
+        f"Model: {spec['depth']} x (matmul {spec['batch']}x{spec['width']} @ "
+        f"{spec['width']}x{spec['width']} + relu), compiled with the default config; "
+        f"defaults: threshold {threshold:g}%, run noise {DEFAULT_RUN_NOISE_PCT[device]:g}%, "
+        f"confidence 99%. Baseline: {len(results['base'])} runs "
+        "(`--tweak-save --tweak-append`).",
+        f"Runs: {len(results['base'])} baseline, "
+        f"{sum(r['kind'] == 'quiet' for r in results['runs'])} compare, "
+        f"{sum(r['kind'] == 'loaded' for r in results['runs'])} compare under load; "
+        f"{results['seconds'] / 60:.0f} min in all.",
+        "",
+    ]
+    for kind in ("quiet", "loaded"):
+        runs = [r for r in results["runs"] if r["kind"] == kind]
+        if not runs:
+            continue
+        title = "unchanged machine" if kind == "quiet" else "machine loaded by another process"
+        lines += [
+            f"**{len(runs)} compare runs, {title}** — share of runs whose verdict is "
+            "*regressed* (for `slow0`: false alarms; otherwise: detections):",
+            "",
+            "| injected | verified share | pytest-tweak default (normalized, "
+            f"{len(results['base'])}-run baseline) | absolute, {len(results['base'])}-run "
+            "| normalized, 1-run | absolute, 1-run | inconclusive (default) | "
+            f"pytest-benchmark `median:{int(threshold)}%` |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for share in SHARES:
+            name = f"slow{share}"
+            verified = []
+            counts = {"plugin": 0, "abs": 0, "norm1": 0, "abs1": 0, "inconclusive": 0, "pb": 0}
+            for r in runs:
+                info = r["cases"][name]["extra_info"]["tweak"]
+                base0 = r["cases"]["slow0"]["stats"]["median"]
+                verified.append(r["cases"][name]["stats"]["median"] / base0 - 1)
+                new = _run_record(info)
+                status = info["verdict"]["status"]
+                counts["plugin"] += status == "regressed"
+                counts["inconclusive"] += status == "inconclusive"
+                bruns = base_runs[name]
+                counts["abs"] += judge_offline(bruns, new, "absolute", device) == "regressed"
+                counts["norm1"] += (
+                    judge_offline(bruns[:1], new, "normalized", device) == "regressed"
+                )
+                counts["abs1"] += judge_offline(bruns[:1], new, "absolute", device) == "regressed"
+                counts["pb"] += pytest_benchmark_fails(
+                    base_abs[name], r["cases"][name]["stats"]["median"], int(threshold)
+                )
+            n = len(runs)
+            lines.append(
+                f"| {share}% | {statistics.median(verified) * 100:+.1f}% | "
+                f"{_pct(counts['plugin'] / n)} | {_pct(counts['abs'] / n)} | "
+                f"{_pct(counts['norm1'] / n)} | {_pct(counts['abs1'] / n)} | "
+                f"{_pct(counts['inconclusive'] / n)} | {_pct(counts['pb'] / n)} |"
+            )
+        lines.append("")
+    lines += _spread_table(results, device)
+    lines += _agreement_table(results["agreement"])
+    lines += _cost_table(results, device)
+    return "\n".join(lines)
+
+
+def _spread_table(results: dict[str, Any], device: str) -> list[str]:
+    """Between-process spread of the unchanged model's figures, quiet runs."""
+    name = "slow0"
+    rows = []
+    for figure in ("timing", "normalized"):
+        values = [
+            r["cases"][name]["extra_info"]["tweak"][figure]["median"]
+            for r in results["runs"]
+            if r["kind"] == "quiet"
+        ]
+        logs = [math.log(v) for v in values]
+        sd = statistics.stdev(logs) if len(logs) > 1 else 0.0
+        rows.append(
+            f"| {'absolute time' if figure == 'timing' else 'normalized time'} | "
+            f"{len(values)} | {(max(values) / min(values) - 1) * 100:.1f}% | {sd * 100:.2f}% |"
+        )
+    return [
+        "**Between-process spread of the unchanged model** (quiet compare runs):",
+        "",
+        "| figure | runs | max/min - 1 | sd of log median |",
+        "|---|---|---|---|",
+        *rows,
+        "",
+    ]
+
+
+def _agreement_table(medians: dict[str, list[float]]) -> list[str]:
+    tweak = statistics.median(medians["tweak"])
+    lines = [
+        "**Agreement** (same compiled model, fresh process per measurement, interleaved):",
+        "",
+        "| method | median of medians | pytest-tweak / method | spread between processes |",
+        "|---|---|---|---|",
+    ]
+    names = {
+        "tweak": "pytest-tweak",
+        "timer": "torch.utils.benchmark adaptive_autorange",
+        "do_bench": "triton.testing.do_bench",
+    }
+    for method, values in medians.items():
+        mid = statistics.median(values)
+        lines.append(
+            f"| {names[method]} | {mid * 1e3:.4f} ms | {tweak / mid:.4f} | "
+            f"{(max(values) / min(values) - 1) * 100:.2f}% ({len(values)} processes) |"
+        )
+    return [*lines, ""]
+
+
+def _cost_table(results: dict[str, Any], device: str) -> list[str]:
+    name = "slow0"
+    measure_s, overhead_s, per_call = [], [], []
+    for r in results["runs"]:
+        if r["kind"] != "quiet":
+            continue
+        case = r["cases"][name]
+        phases = case["extra_info"]["tweak"]["phases"]
+        measure_s.append(phases["warmup_s"] + phases["measure_s"])
+        junit = r["junit"][name]
+        overhead_s.append(junit - phases["compile_s"] - phases["warmup_s"] - phases["measure_s"])
+        per_call.append(case["stats"]["median"])
+    return [
+        f"**Cost per case** (the unchanged model, {statistics.median(per_call) * 1e3:.2f} ms "
+        "per call; eager and reference companions included):",
+        "",
+        "| figure | median | max |",
+        "|---|---|---|",
+        f"| warm-up + measurement | {statistics.median(measure_s):.2f} s | "
+        f"{max(measure_s):.2f} s |",
+        f"| plugin overhead outside compile and measurement | "
+        f"{statistics.median(overhead_s) * 1e3:.0f} ms | {max(overhead_s) * 1e3:.0f} ms |",
+        "",
+    ]
+
+
+def _write_section(path: Path, device: str, section: str) -> None:
+    begin, end = f"<!-- measurement:{device}:begin -->", f"<!-- measurement:{device}:end -->"
+    text = path.read_text() if path.exists() else "# Measurement\n"
+    block = f"{begin}\n{section}\n{end}"
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    main()
