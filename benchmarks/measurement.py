@@ -208,7 +208,7 @@ def calibrate(work: Path, spec: dict[str, Any]) -> dict[str, int]:
     ratio = json.loads(done.stdout.strip().splitlines()[-1])["ratio"]
     per_column = (ratio - 1.0) / probe
     extra = {"0": 0}
-    for share in SHARES[1:]:
+    for share in spec["shares"][1:]:
         extra[str(share)] = max(1, round(share / 100.0 / per_column))
     print(f"calibration: +{(ratio - 1) * 100:.1f}% for {probe} columns -> {extra}", flush=True)
     return extra
@@ -316,6 +316,9 @@ def main() -> None:
     parser.add_argument("--baseline-runs", type=int, default=5)
     parser.add_argument("--loaded-runs", type=int, default=0, help="compare runs under load")
     parser.add_argument("--agree-processes", type=int, default=5)
+    parser.add_argument(
+        "--shares", type=int, nargs="+", default=list(SHARES), help="injected slow-downs, %%"
+    )
     parser.add_argument("--work", type=Path, default=None, help="keep the runs' files here")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "measurement.md")
     parser.add_argument(
@@ -350,7 +353,8 @@ def _spec(work: Path) -> dict[str, Any]:
 def _stage_setup(work: Path, args: argparse.Namespace) -> None:
     (work / "bench_model.py").write_text(MODEL)
     (work / "test_bench.py").write_text(SUITE)
-    spec = {"device": args.device, "shares": list(SHARES), **MODELS[args.device]}
+    shares = sorted({0, *args.shares})
+    spec = {"device": args.device, "shares": shares, **MODELS[args.device]}
     spec["extra"] = calibrate(work, spec)
     spec["machine"] = _machine(args.device)
     (work / "spec.json").write_text(json.dumps(spec))
@@ -494,7 +498,7 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
             f"pytest-benchmark `median:{int(threshold)}%` |",
             "|---|---|---|---|---|---|---|---|",
         ]
-        for share in SHARES:
+        for share in spec["shares"]:
             name = f"slow{share}"
             verified = []
             counts = {"plugin": 0, "abs": 0, "norm1": 0, "abs1": 0, "inconclusive": 0, "pb": 0}
@@ -582,11 +586,11 @@ def _cost_table(results: dict[str, Any], device: str) -> list[str]:
     for r in results["runs"]:
         if r["kind"] != "quiet":
             continue
-        for share in SHARES:
+        for share in results["spec"]["shares"]:
             case = r["cases"][f"slow{share}"]
             phases = case["extra_info"]["tweak"]["phases"]
             own = r["junit"][f"slow{share}"] - sum(phases.values())
-            (first_s if share == SHARES[0] else overhead_s).append(own)
+            (first_s if share == 0 else overhead_s).append(own)
             if share == 0:
                 measure_s.append(phases["warmup_s"] + phases["measure_s"])
                 per_call.append(case["stats"]["median"])
