@@ -396,8 +396,12 @@ def _stage_render(work: Path, args: argparse.Namespace) -> None:
     spec = _spec(work)
     base = sorted(work.glob("base*.json"), key=_index)
     runs = []
+    cut_short = 0
     for kind in ("quiet", "loaded"):
         for path in sorted(work.glob(f"{kind}*.json"), key=_index):
+            if not _complete(path):  # a run killed by a time limit leaves a partial file
+                cut_short += 1
+                continue
             runs.append(
                 {
                     "kind": kind,
@@ -409,13 +413,26 @@ def _stage_render(work: Path, args: argparse.Namespace) -> None:
         "spec": spec,
         "base": [_cases(p) for p in base],
         "runs": runs,
-        "agreement": json.loads((work / "agreement.json").read_text()),
+        "agreement": (
+            json.loads((work / "agreement.json").read_text())
+            if (work / "agreement.json").exists()
+            else {}
+        ),
         "seconds": json.loads((work / "seconds.json").read_text()),
         "machine": spec["machine"],
+        "cut_short": cut_short,
     }
     section = render(results, args)
     _write_section(args.out, spec["device"], section)
     print(section)
+
+
+def _complete(path: Path) -> bool:
+    try:
+        json.loads(path.read_text())
+    except ValueError:
+        return False
+    return path.with_suffix(".xml").exists()
 
 
 def _index(path: Path) -> int:
@@ -480,7 +497,12 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
         f"Runs: {len(results['base'])} baseline, "
         f"{sum(r['kind'] == 'quiet' for r in results['runs'])} compare, "
         f"{sum(r['kind'] == 'loaded' for r in results['runs'])} compare under load; "
-        f"{results['seconds'] / 60:.0f} min in all.",
+        f"{results['seconds'] / 60:.0f} min in all"
+        + (
+            f"; {results['cut_short']} run(s) cut short by a time limit left out."
+            if results.get("cut_short")
+            else "."
+        ),
         "",
     ]
     for kind in ("quiet", "loaded"):
@@ -490,7 +512,7 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
         title = "unchanged machine" if kind == "quiet" else "machine loaded by another process"
         lines += [
             f"**{len(runs)} compare runs, {title}** — share of runs whose verdict is "
-            "*regressed* (for `slow0`: false alarms; otherwise: detections):",
+            "*regressed* (the 0% row: false alarms; the others: detections):",
             "",
             "| injected | verified share | pytest-tweak default (normalized, "
             f"{len(results['base'])}-run baseline) | absolute, {len(results['base'])}-run "
@@ -560,6 +582,8 @@ def _spread_table(results: dict[str, Any], device: str) -> list[str]:
 
 
 def _agreement_table(medians: dict[str, list[float]]) -> list[str]:
+    if not medians:
+        return ["**Agreement**: not measured in this folder (no `--stage agree` results).", ""]
     tweak = statistics.median(medians["tweak"])
     lines = [
         "**Agreement** (same compiled model, fresh process per measurement, interleaved):",

@@ -112,9 +112,16 @@ class Change:
             values = f"median {format_seconds(self.new)} vs baseline {format_seconds(self.base)}"
         else:
             values = f"{self.new:.4g} vs baseline {self.base:.4g} (time / reference)"
-        worse = "less speed-up" if self.metric == "speed-up" else "slower"
+        if self.pct >= 0:
+            change = f"+{self.pct:.1f}% " + (
+                "less speed-up" if self.metric == "speed-up" else "slower"
+            )
+        else:
+            change = f"{-self.pct:.1f}% " + (
+                "more speed-up" if self.metric == "speed-up" else "faster"
+            )
         return (
-            f"{self.metric}: {values}: {self.pct:+.1f}% {worse} "
+            f"{self.metric}: {values}: {change} "
             f"({confidence:.0%} interval {self.low_pct:+.1f}% .. {self.high_pct:+.1f}%), "
             f"threshold {threshold_pct:g}%, noise ±{self.noise_pct:.1f}% "
             f"({self.runs} baseline run{'s' if self.runs != 1 else ''})"
