@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .stats import Summary
@@ -272,7 +272,6 @@ class Measurement:
     seconds: float
     stopped: str
     host_bound: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def summary(self, name: str) -> Summary | None:
         """Seconds per call of workload ``name``; ``None`` when it was not measured."""
