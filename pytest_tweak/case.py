@@ -173,27 +173,15 @@ def run_case(
     except Exception as exc:
         raise CaseError(_describe_failure(backend, device, exc)) from exc
     counts = read_counts()
-    if measurement is not None:
+    if measurement is None:
+        figures = _no_figures(compile_time_s)
+    else:
         runner.record(measurement.samples["case"], measurement.iterations["case"])
-    timing = measurement.summary("case") if measurement is not None else None
+        figures = _figures(measurement, compile_time_s)
     return BenchmarkResult(
         backend=backend.name,
         device=device,
-        median_s=None if timing is None else timing.median,
-        timing=timing,
-        normalized=None if measurement is None else measurement.ratio("case", "reference"),
-        eager=None if measurement is None else measurement.summary("eager"),
-        speedup=None if measurement is None else measurement.ratio("eager", "case"),
-        samples=() if measurement is None else measurement.samples["case"],
-        iterations=0 if measurement is None else measurement.iterations["case"],
-        stopped=None if measurement is None else measurement.stopped,
-        host_bound=False if measurement is None else measurement.host_bound,
-        warmup_stable=None if measurement is None else measurement.warmup.stable,
-        phases=Phases(
-            compile_s=compile_time_s,
-            warmup_s=0.0 if measurement is None else measurement.prepare_s,
-            measure_s=0.0 if measurement is None else measurement.seconds,
-        ),
+        **figures,
         graph_breaks=counts.graph_breaks,
         break_reasons=counts.break_reasons,
         recompiles=counts.recompiles,
@@ -203,6 +191,41 @@ def run_case(
         compile_time_s=compile_time_s,
         output=output,
     )
+
+
+def _figures(measurement: Measurement, compile_time_s: float) -> dict[str, Any]:
+    """The `BenchmarkResult` fields that come from a measurement."""
+    timing = measurement.summary("case")
+    return {
+        "median_s": None if timing is None else timing.median,
+        "timing": timing,
+        "normalized": measurement.ratio("case", "reference"),
+        "eager": measurement.summary("eager"),
+        "speedup": measurement.ratio("eager", "case"),
+        "samples": measurement.samples["case"],
+        "iterations": measurement.iterations["case"],
+        "stopped": measurement.stopped,
+        "host_bound": measurement.host_bound,
+        "warmup_stable": measurement.warmup.stable,
+        "phases": Phases(compile_time_s, measurement.prepare_s, measurement.seconds),
+    }
+
+
+def _no_figures(compile_time_s: float) -> dict[str, Any]:
+    """The same fields when timing was off (the case ran once)."""
+    return {
+        "median_s": None,
+        "timing": None,
+        "normalized": None,
+        "eager": None,
+        "speedup": None,
+        "samples": (),
+        "iterations": 0,
+        "stopped": None,
+        "host_bound": False,
+        "warmup_stable": None,
+        "phases": Phases(compile_s=compile_time_s),
+    }
 
 
 def _measure(

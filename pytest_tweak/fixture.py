@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -183,19 +184,7 @@ def _summary(summary: Summary | None) -> dict[str, float | int] | None:
 
 def _verdict_info(verdict: Verdict) -> dict[str, Any]:
     def change(c: Change | None) -> dict[str, Any] | None:
-        if c is None:
-            return None
-        return {
-            "metric": c.metric,
-            "new": c.new,
-            "base": c.base,
-            "pct": c.pct,
-            "low_pct": c.low_pct,
-            "high_pct": c.high_pct,
-            "noise_pct": c.noise_pct,
-            "runs": c.runs,
-            "status": str(c.status),
-        }
+        return None if c is None else {**dataclasses.asdict(c), "status": str(c.status)}
 
     return {
         "status": str(verdict.status),

@@ -283,7 +283,7 @@ class Measurement:
         top, bottom = self.samples.get(numerator), self.samples.get(denominator)
         if not top or not bottom:
             return None
-        return Summary.of([a / b for a, b in zip(top, bottom, strict=True)])
+        return Summary.of(_ratios(top, bottom))
 
 
 def measure(
@@ -337,10 +337,13 @@ def _precise(
     samples: Mapping[str, Sequence[float]], primary: tuple[str, str | None], precision_pct: float
 ) -> bool:
     top, bottom = primary
-    values: Sequence[float] = samples[top]
-    if bottom is not None:
-        values = [a / b for a, b in zip(samples[top], samples[bottom], strict=True)]
+    values = samples[top] if bottom is None else _ratios(samples[top], samples[bottom])
     return Summary.of(values).rel_ci_pct <= precision_pct
+
+
+def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
+    """Round-by-round ratios of two workloads' samples (the rounds line up)."""
+    return [a / b for a, b in zip(top, bottom, strict=True)]
 
 
 def make_timer(device: torch.device) -> SampleTimer:
