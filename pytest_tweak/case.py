@@ -17,7 +17,7 @@ import torch
 from .backends import Backend
 from .counters import BreakReason, Recompile, read_counts, reset_dynamo
 from .devices import make_synchronizer, to_device
-from .measure import Measurement, MeasureSettings, make_timer, measure, reference_workload
+from .measure import Instruments, Measurement, MeasureSettings, measure
 from .stats import Summary
 
 __all__ = ["BenchmarkResult", "CaseError", "LocalRunner", "Phases", "Runner", "run_case"]
@@ -57,14 +57,21 @@ class LocalRunner:
 @dataclass(frozen=True)
 class Phases:
     """Seconds spent per phase of a case: the compiling first call, calibration and warm-up
-    (``warmup_s``), and sampling."""
+    (``warmup_s``), sampling, and moving the model and its inputs to the device
+    (``move_s``)."""
 
     compile_s: float = 0.0
     warmup_s: float = 0.0
     measure_s: float = 0.0
+    move_s: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
-        return {"compile_s": self.compile_s, "warmup_s": self.warmup_s, "measure_s": self.measure_s}
+        return {
+            "compile_s": self.compile_s,
+            "warmup_s": self.warmup_s,
+            "measure_s": self.measure_s,
+            "move_s": self.move_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -129,8 +136,12 @@ def run_case(
     device: torch.device,
     settings: MeasureSettings,
     runner: Runner,
+    instruments: Instruments | None = None,
 ) -> BenchmarkResult:
     """Move to ``device``, compile with ``backend``, warm up, time, and count dynamo's work.
+
+    ``instruments`` lends the device's timer buffer and reference workload; a run of many
+    cases passes one, so they are built once per device (a new one is made otherwise).
 
     Dynamo is reset first, so the counts and compiled code of an earlier case never leak into
     this one. Graph breaks and recompiles are counted over the whole case: the compiling call,
@@ -139,10 +150,13 @@ def run_case(
     Raises:
         CaseError: compiling or running the model failed.
     """
+    started = time.perf_counter()
+    sync = make_synchronizer(device)
     model = to_device(model, device)
     args = to_device(tuple(args), device)
     kwargs = to_device(dict(kwargs), device)
-    sync = make_synchronizer(device)
+    sync()
+    move_s = time.perf_counter() - started
 
     # inductor builds the cpu thread count into its kernels: set it before compiling
     threads = settings.cpu_threads if device.type == "cpu" else None
@@ -169,15 +183,17 @@ def run_case(
                 output = runner.run_once(first_call)
             else:
                 output = first_call()
-                measurement = _measure(call, model, args, kwargs, backend, device, settings)
+                measurement = _measure(
+                    call, model, args, kwargs, backend, device, settings, instruments
+                )
     except Exception as exc:
         raise CaseError(_describe_failure(backend, device, exc)) from exc
     counts = read_counts()
     if measurement is None:
-        figures = _no_figures(compile_time_s)
+        figures = _no_figures(compile_time_s, move_s)
     else:
         runner.record(measurement.samples["case"], measurement.iterations["case"])
-        figures = _figures(measurement, compile_time_s)
+        figures = _figures(measurement, compile_time_s, move_s)
     return BenchmarkResult(
         backend=backend.name,
         device=device,
@@ -193,7 +209,7 @@ def run_case(
     )
 
 
-def _figures(measurement: Measurement, compile_time_s: float) -> dict[str, Any]:
+def _figures(measurement: Measurement, compile_time_s: float, move_s: float) -> dict[str, Any]:
     """The `BenchmarkResult` fields that come from a measurement."""
     timing = measurement.summary("case")
     return {
@@ -207,11 +223,11 @@ def _figures(measurement: Measurement, compile_time_s: float) -> dict[str, Any]:
         "stopped": measurement.stopped,
         "host_bound": measurement.host_bound,
         "warmup_stable": measurement.warmup.stable,
-        "phases": Phases(compile_time_s, measurement.prepare_s, measurement.seconds),
+        "phases": Phases(compile_time_s, measurement.prepare_s, measurement.seconds, move_s),
     }
 
 
-def _no_figures(compile_time_s: float) -> dict[str, Any]:
+def _no_figures(compile_time_s: float, move_s: float) -> dict[str, Any]:
     """The same fields when timing was off (the case ran once)."""
     return {
         "median_s": None,
@@ -224,7 +240,7 @@ def _no_figures(compile_time_s: float) -> dict[str, Any]:
         "stopped": None,
         "host_bound": False,
         "warmup_stable": None,
-        "phases": Phases(compile_s=compile_time_s),
+        "phases": Phases(compile_s=compile_time_s, move_s=move_s),
     }
 
 
@@ -236,16 +252,18 @@ def _measure(
     backend: Backend,
     device: torch.device,
     settings: MeasureSettings,
+    instruments: Instruments | None,
 ) -> Measurement:
+    tools = instruments if instruments is not None else Instruments()
     workloads: dict[str, Callable[[], Any]] = {"case": call}
     if settings.reference:
-        workloads["reference"] = reference_workload(device)
+        workloads["reference"] = tools.reference(device)
     eager_of = getattr(backend, "eager", None)
     if settings.eager and eager_of is not None:
         eager_model = eager_of(model, device)
         workloads["eager"] = lambda: eager_model(*args, **kwargs)
     primary = ("case", "reference") if settings.reference else ("case", None)
-    return measure(workloads, make_timer(device), settings, primary=primary)
+    return measure(workloads, tools.timer(device), settings, primary=primary)
 
 
 @contextlib.contextmanager

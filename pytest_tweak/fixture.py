@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -114,6 +115,7 @@ class TweakFixture:
             raise RuntimeError(
                 "tweak.benchmark() can be called once per test; write one test per model"
             )
+        started = time.perf_counter()
         benchmark = self._request.getfixturevalue("benchmark")
         runner = _PedanticRunner(benchmark)
         nodeid = self._request.node.nodeid
@@ -126,6 +128,7 @@ class TweakFixture:
                 device=self.device,
                 settings=self._session.options.settings,
                 runner=runner,
+                instruments=self._session.instruments,
             )
         except CaseError as exc:
             pytest.fail(f"pytest-tweak: {exc}", pytrace=False)
@@ -144,7 +147,10 @@ class TweakFixture:
                 baseline=session.baselines.get(nodeid),
             )
         )
-        benchmark.extra_info["tweak"]["verdict"] = _verdict_info(verdict)
+        info = benchmark.extra_info["tweak"]
+        info["verdict"] = _verdict_info(verdict)
+        # pytest-tweak's own time in this call: everything but the measured phases
+        info["phases"]["own_s"] = time.perf_counter() - started - sum(info["phases"].values())
         if verdict.failed:
             judging = session.options.judging[self.device.type]
             pytest.fail(

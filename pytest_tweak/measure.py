@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EventTimer",
     "HostTimer",
+    "Instruments",
     "MeasureSettings",
     "Measurement",
     "SampleTimer",
@@ -153,6 +154,7 @@ class EventTimer:
         module: Any = None,
         flush_bytes: int = FLUSH_BYTES,
         max_spacer_s: float = 0.05,
+        flush: torch.Tensor | None = None,
     ) -> None:
         import torch
 
@@ -160,7 +162,12 @@ class EventTimer:
         self._device = device
         self._start = self._module.Event(enable_timing=True)
         self._end = self._module.Event(enable_timing=True)
-        self._flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+        # ``flush``: a buffer made earlier for this device (see `Instruments`), reused
+        self._flush = (
+            flush
+            if flush is not None
+            else torch.empty(flush_bytes // 4, dtype=torch.int32, device=device)
+        )
         self._fill_s = self._time_fill()
         self._max_fills = max(1, int(max_spacer_s / self._fill_s))
         self.fills = 1
@@ -346,13 +353,51 @@ def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
     return [a / b for a, b in zip(top, bottom, strict=True)]
 
 
-def make_timer(device: torch.device) -> SampleTimer:
-    """`HostTimer` on cpu; `EventTimer` (device time) on cuda and xpu."""
+def make_timer(device: torch.device, flush: torch.Tensor | None = None) -> SampleTimer:
+    """`HostTimer` on cpu; `EventTimer` (device time) on cuda and xpu, zeroing ``flush``
+    (a new 256 MB buffer when not given) before each sample."""
     from .devices import make_synchronizer
 
     if device.type == "cpu":
         return HostTimer(make_synchronizer(device))
-    return EventTimer(device)
+    return EventTimer(device, flush=flush)
+
+
+class Instruments:
+    """The per-device tools of a run, made once and lent to every case.
+
+    A device's L2 flush buffer (256 MB) and its reference workload (fixed weights made on the
+    cpu, then copied) cost tens to hundreds of milliseconds to build on a GPU; a run of many
+    cases builds them once per device here. Each case still gets a fresh timer, since an
+    `EventTimer` adapts to the case it times. `release` drops everything (end of the run).
+    """
+
+    def __init__(self) -> None:
+        self._flush: dict[str, torch.Tensor] = {}
+        self._reference: dict[str, Callable[[], Any]] = {}
+
+    def timer(self, device: torch.device) -> SampleTimer:
+        """A new sample timer for one case on ``device``."""
+        import torch
+
+        if device.type == "cpu":
+            return make_timer(device)
+        key = str(device)
+        if key not in self._flush:
+            self._flush[key] = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+        return make_timer(device, self._flush[key])
+
+    def reference(self, device: torch.device) -> Callable[[], Any]:
+        """The reference workload on ``device`` (the same object for every case)."""
+        key = str(device)
+        if key not in self._reference:
+            self._reference[key] = reference_workload(device)
+        return self._reference[key]
+
+    def release(self) -> None:
+        """Drop the buffers and workloads, so their device memory can be freed."""
+        self._flush.clear()
+        self._reference.clear()
 
 
 def reference_workload(device: torch.device) -> Callable[[], Any]:

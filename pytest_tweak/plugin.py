@@ -434,6 +434,7 @@ class _RunHooks:
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         tweak = self.session
+        tweak.instruments.release()
         if not tweak.options.save or not tweak.records:
             return
         try:

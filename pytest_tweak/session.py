@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .baselines import BaselineEntry, RunRecord, load_baselines, save_baselines
-from .measure import MeasureSettings
+from .measure import Instruments, MeasureSettings
 from .verdict import Judging, Status, Verdict, judge
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
@@ -51,6 +51,8 @@ class TweakSession:
         self.baselines: dict[str, BaselineEntry] = {}
         self.records: dict[str, CaseRecord] = {}
         self.saved: dict[str, BaselineEntry] | None = None
+        #: Per-device timer buffers and reference workloads, shared by the run's cases.
+        self.instruments = Instruments()
 
     def load(self) -> None:
         """Read the baseline file (`BaselineError` when it is broken)."""

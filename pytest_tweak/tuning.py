@@ -18,7 +18,7 @@ import torch
 from .backends import Backend, TorchInductorBackend, model_device
 from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
-from .measure import MeasureSettings
+from .measure import Instruments, MeasureSettings
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
 
@@ -138,6 +138,7 @@ def tune(
         settings = MeasureSettings(eager=False, reference=False)
     measurements: dict[str, BenchmarkResult] = {}
     errors: dict[str, str] = {}
+    instruments = Instruments()  # one timer buffer and reference for every backend
     for backend in module.strategy.backends:
         try:
             measurements[backend.name] = run_case(
@@ -148,6 +149,7 @@ def tune(
                 device=where,
                 settings=settings,
                 runner=LocalRunner(),
+                instruments=instruments,
             )
         except CaseError as exc:
             errors[backend.name] = str(exc)

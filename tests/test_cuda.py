@@ -91,3 +91,15 @@ def test_save_then_compare_on_cuda_fails_exactly_the_regressed_test(
     result = run_suite("--tweak-device=cuda", "--tweak-threshold=1000")
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(["*graph breaks 1 vs baseline 0 (+1)"])
+
+
+def test_instruments_lend_one_flush_buffer_and_reference_per_cuda_device() -> None:
+    from pytest_tweak.measure import EventTimer, Instruments
+
+    instruments = Instruments()
+    device = torch.device("cuda")
+    first, second = instruments.timer(device), instruments.timer(device)
+    assert isinstance(first, EventTimer) and isinstance(second, EventTimer)
+    assert first is not second and first._flush.data_ptr() == second._flush.data_ptr()
+    assert instruments.reference(device) is instruments.reference(device)
+    assert first(lambda: torch.ones(8, device=device).sum(), 4) > 0

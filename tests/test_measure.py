@@ -15,6 +15,7 @@ from pytest_tweak import measure
 from pytest_tweak.measure import (
     EventTimer,
     HostTimer,
+    Instruments,
     MeasureSettings,
     calibrate,
     gc_paused,
@@ -192,6 +193,27 @@ def test_event_timer_on_a_stand_in_device_module_returns_event_time_per_call(
     capped = EventTimer(torch.device("cpu"), module=module, flush_bytes=1024, max_spacer_s=0)
     capped(call, 5)
     assert capped.fills == 1 and capped.host_bound_samples == 1  # reported, not hidden
+
+
+def test_event_timer_on_a_stand_in_device_module_reuses_a_given_flush_buffer(
+    clock: FakeClock,
+) -> None:
+    module = SimpleNamespace(Event=lambda enable_timing: _StandInEvent(clock, enable_timing))
+    flush = torch.ones(256, dtype=torch.int32)
+    timer = EventTimer(torch.device("cpu"), module=module, flush=flush)
+    timer(lambda: None, 1)
+    assert timer._flush is flush and int(flush.sum()) == 0  # zeroed in place, not replaced
+
+
+def test_instruments_build_a_device_reference_once_and_release_it() -> None:
+    instruments = Instruments()
+    cpu = torch.device("cpu")
+    first = instruments.reference(cpu)
+    assert instruments.reference(cpu) is first
+    assert isinstance(instruments.timer(cpu), HostTimer)
+    assert instruments.timer(cpu) is not instruments.timer(cpu)  # timers adapt per case
+    instruments.release()
+    assert instruments.reference(cpu) is not first
 
 
 def test_reference_workload_is_fixed_and_deterministic() -> None:

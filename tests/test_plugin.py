@@ -539,6 +539,8 @@ def test_benchmark_json_holds_every_case_with_tweak_metrics(
     assert (info["graph_breaks"], info["recompiles"], info["verdict"]["status"]) == (0, 0, "new")
     assert info["timing"]["n"] >= 5 and info["normalized"]["median"] > 0
     assert info["speedup"]["median"] > 0 and info["phases"]["measure_s"] > 0
+    # the plugin's own time in tweak.benchmark(), outside compile, measurement and the move
+    assert 0 <= info["phases"]["own_s"] < 0.5 and info["phases"]["move_s"] >= 0
     assert info["graph_count"] == 1 and info["compile_time_s"] > 0
     stats = benchmarks["test_tinynet_speed[cpu-default]"]["stats"]
     assert stats["rounds"] >= 5 and stats["median"] > 0
