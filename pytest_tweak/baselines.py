@@ -26,7 +26,13 @@ one run each and rewritten as version 2 on the next save.
 A broken file is never written over: loading raises `BaselineError`, and `save_baselines`
 reads the file again right before writing, refuses if it is broken, and replaces it
 atomically (a temporary file in the same folder, flushed to disk, then renamed), so a crash
-mid-save leaves the old file whole.
+mid-save, even ``SIGKILL``, leaves the old file whole. A broken *entry* in a sound file is
+reported by its key and skipped (`BaselineFile.skipped`); a save writes it back unchanged
+unless the same case is recorded anew.
+
+Saves are serialized across processes (two pytest runs, xdist workers) by an exclusive lock on
+a hidden file beside the baseline (``.NAME.lock``); the file is read, merged and replaced under
+the lock, so concurrent savers lose no entry.
 """
 
 from __future__ import annotations
@@ -35,8 +41,10 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -49,8 +57,10 @@ __all__ = [
     "VERSION",
     "BaselineEntry",
     "BaselineError",
+    "BaselineFile",
     "RunRecord",
     "load_baselines",
+    "read_baselines",
     "save_baselines",
 ]
 
@@ -58,6 +68,8 @@ FORMAT = "pytest-tweak-baselines"
 VERSION = 2
 #: Runs kept per entry when runs are appended (``--tweak-save --tweak-append``).
 MAX_RUNS = 20
+#: Seconds a save waits for another process's save to finish before giving up.
+LOCK_TIMEOUT_S = 120.0
 
 
 class BaselineError(Exception):
@@ -222,53 +234,88 @@ def _optional_str(value: Any) -> str | None:
 _READABLE_VERSIONS = (1, 2)
 
 
-def load_baselines(path: Path) -> dict[str, BaselineEntry]:
+@dataclass(frozen=True)
+class BaselineFile:
+    """What a baseline file holds.
+
+    Attributes:
+        entries: The readable entries, by test id.
+        skipped: The entries that could not be read, by test id: what is wrong with each.
+        raw: Those entries' JSON as found, so that a save writes them back unchanged.
+        version: The file's format version (`VERSION` for a file that does not exist).
+    """
+
+    entries: dict[str, BaselineEntry] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict)
+    version: int = VERSION
+
+
+def read_baselines(path: Path) -> BaselineFile:
     """Read the baseline file; a missing file holds no baselines.
+
+    An entry that cannot be read is skipped and named in `BaselineFile.skipped`; the others
+    are kept.
 
     Raises:
         BaselineError: the file exists but cannot be read, is not valid JSON, is not a
-            pytest-tweak baseline file, or has an invalid entry.
+            pytest-tweak baseline file, or has a version this pytest-tweak cannot read.
     """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return BaselineFile()
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(path, f"cannot be read: {exc}") from exc
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise BaselineError(
             path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from exc
+    except (ValueError, RecursionError) as exc:
+        raise BaselineError(path, f"is not valid JSON ({exc})") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BaselineError(path, f'is not a pytest-tweak baseline file (no "format": "{FORMAT}")')
     version = data.get("version")
-    if version not in _READABLE_VERSIONS:
+    if isinstance(version, bool) or version not in _READABLE_VERSIONS:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
         raise BaselineError(
             path,
             f"has version {version!r}; this pytest-tweak reads versions "
-            f"{', '.join(map(str, _READABLE_VERSIONS))}",
+            f"{', '.join(map(str, _READABLE_VERSIONS))}"
+            + (" (the file was written by a newer pytest-tweak: upgrade it)" if newer else ""),
         )
     cases = data.get("cases")
     if not isinstance(cases, dict):
         raise BaselineError(path, "'cases' must be an object mapping test ids to entries")
-    try:
-        return {
-            key: BaselineEntry.from_dict(value, f"case {key!r}", version)
-            for key, value in cases.items()
-        }
-    except ValueError as exc:
-        raise BaselineError(path, str(exc)) from exc
+    found = BaselineFile(version=version)
+    for key, value in cases.items():
+        try:
+            found.entries[key] = BaselineEntry.from_dict(value, f"case {key!r}", version)
+        except (ValueError, TypeError, OverflowError) as exc:
+            found.skipped[key] = str(exc)
+            found.raw[key] = value
+    return found
 
 
-def render(entries: Mapping[str, BaselineEntry]) -> str:
-    """The file's text: stable key order, so a re-save of unchanged data is a no-op diff."""
-    data = {
-        "format": FORMAT,
-        "version": VERSION,
-        "cases": {key: entries[key].as_dict() for key in sorted(entries)},
-    }
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def load_baselines(path: Path) -> dict[str, BaselineEntry]:
+    """The readable entries of the baseline file (see `read_baselines`)."""
+    return read_baselines(path).entries
+
+
+def render(entries: Mapping[str, BaselineEntry], raw: Mapping[str, Any] | None = None) -> str:
+    """The file's text: stable key order, so a re-save of unchanged data is a no-op diff.
+
+    ``raw`` holds entries that could not be read, written back as they were found.
+    """
+    cases: dict[str, Any] = dict(raw or {})
+    cases.update({key: entry.as_dict() for key, entry in entries.items()})
+    data = {"format": FORMAT, "version": VERSION, "cases": cases}
     return json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -285,12 +332,21 @@ def save_baselines(
         BaselineError: the existing file is broken (it is left untouched), or writing failed
             (the old file is left untouched).
     """
-    merged = load_baselines(path)
-    for key, entry in updates.items():
-        old = merged.get(key)
-        merged[key] = old.appended(entry) if append and old is not None else entry
-    text = render(merged)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(path):
+        on_disk = read_baselines(path)
+        merged = dict(on_disk.entries)
+        for key, entry in updates.items():
+            old = merged.get(key)
+            merged[key] = old.appended(entry) if append and old is not None else entry
+        # unreadable entries stay as they were, unless this save records the case anew
+        kept_raw = {k: v for k, v in on_disk.raw.items() if k not in updates}
+        text = render(merged, kept_raw)
+        _replace(path, text)
+    return merged
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a flushed temporary file, then a rename."""
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as tmp:
@@ -302,6 +358,7 @@ def save_baselines(
         else:
             os.chmod(tmp_name, 0o666 & ~_umask())
         os.replace(tmp_name, path)
+        _sync_folder(path.parent)
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
@@ -310,7 +367,73 @@ def save_baselines(
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
-    return merged
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (POSIX; Windows has no folder handles to sync)."""
+    if sys.platform == "win32":  # pragma: no cover
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _locked(path: Path, timeout_s: float | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``.NAME.lock`` beside ``path`` (across processes)."""
+    wait_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+    lock_path = path.with_name(f".{path.name}.lock")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise BaselineError(path, f"could not be locked for saving ({lock_path}): {exc}") from exc
+    try:
+        deadline = time.monotonic() + wait_s
+        while not _try_lock(fd):
+            if time.monotonic() >= deadline:
+                raise BaselineError(
+                    path,
+                    f"another process has held its save lock ({lock_path}) for over "
+                    f"{wait_s:g} s; nothing was saved",
+                )
+            time.sleep(0.01)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _umask() -> int:

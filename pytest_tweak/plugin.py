@@ -151,6 +151,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RunHooks(session), "tweak-run")
 
 
+class TweakWarning(pytest.PytestWarning):
+    """A problem pytest-tweak reports without stopping the run."""
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     tweak = session.config.stash[_SESSION_KEY]
     try:
@@ -159,6 +163,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(
             f"pytest-tweak: {exc}. Fix or remove the file (it is left as it is)."
         ) from exc
+    for key, problem in tweak.skipped.items():
+        session.config.issue_config_time_warning(
+            TweakWarning(
+                f"pytest-tweak: baseline file {tweak.options.baseline_path}: entry {key!r} "
+                f"skipped ({problem}); the case runs without a baseline, and the entry is "
+                "kept as it is unless --tweak-save records the case anew"
+            ),
+            stacklevel=2,
+        )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -451,6 +464,13 @@ class _RunHooks:
             for line in lines:
                 terminalreporter.write_line(line)
         path = tweak.options.baseline_path
+        if tweak.skipped:
+            terminalreporter.write_line(
+                f"pytest-tweak: {len(tweak.skipped)} unreadable entr"
+                f"{'y' if len(tweak.skipped) == 1 else 'ies'} in {path} skipped: "
+                + ", ".join(sorted(tweak.skipped)),
+                yellow=True,
+            )
         if self.save_error is not None:
             terminalreporter.write_line(
                 f"pytest-tweak: ERROR: nothing saved: {self.save_error}", red=True

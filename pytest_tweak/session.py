@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .baselines import BaselineEntry, RunRecord, load_baselines, save_baselines
+from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .measure import Instruments, MeasureSettings
 from .verdict import Judging, Status, Verdict, judge
 
@@ -49,14 +49,19 @@ class TweakSession:
     def __init__(self, options: TweakOptions) -> None:
         self.options = options
         self.baselines: dict[str, BaselineEntry] = {}
+        #: Entries of the baseline file that could not be read: test id -> the problem.
+        self.skipped: dict[str, str] = {}
         self.records: dict[str, CaseRecord] = {}
         self.saved: dict[str, BaselineEntry] | None = None
         #: Per-device timer buffers and reference workloads, shared by the run's cases.
         self.instruments = Instruments()
 
     def load(self) -> None:
-        """Read the baseline file (`BaselineError` when it is broken)."""
-        self.baselines = load_baselines(self.options.baseline_path)
+        """Read the baseline file (`BaselineError` when it is broken; a broken entry is
+        skipped and named in `skipped`)."""
+        found = read_baselines(self.options.baseline_path)
+        self.baselines = found.entries
+        self.skipped = found.skipped
 
     def judge(self, nodeid: str, result: BenchmarkResult, *, compare: bool) -> Verdict:
         """The verdict for a case; not compared when saving, timing is off, or told so."""

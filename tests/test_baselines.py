@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from pytest_tweak.baselines import (
     BaselineError,
     RunRecord,
     load_baselines,
+    read_baselines,
     render,
     save_baselines,
 )
@@ -87,23 +89,11 @@ def test_save_merges_with_what_is_on_disk_now(tmp_path: Path) -> None:
         (f'{{"format": "{FORMAT}", "version": 99, "cases": {{}}}}', "has version 99"),
         (f'{{"format": "{FORMAT}", "version": 2, "cases": []}}', "'cases' must be an object"),
         (
-            f'{{"format": "{FORMAT}", "version": 2, "cases": {{"t": {{"runs": []}}}}}}',
-            r"case 't': 'runs' must be a non-empty list",
+            f'{{"format": "{FORMAT}", "version": 3, "cases": {{}}}}',
+            "has version 3.*written by a newer pytest-tweak",
         ),
-        (
-            f'{{"format": "{FORMAT}", "version": 2, "cases": {{"t": {{"runs": '
-            f'[{{"timing": {{"n": 0}}}}]}}}}}}',
-            r"case 't'.runs\[0\].timing: 'n' must be an integer >= 1",
-        ),
-        (
-            f'{{"format": "{FORMAT}", "version": 1, "cases": {{"t": {{"median_s": -1}}}}}}',
-            r"case 't': 'median_s' must be a positive number",
-        ),
-        (
-            f'{{"format": "{FORMAT}", "version": 1, "cases": {{"t": {{"median_s": 1, '
-            f'"graph_breaks": 1.5}}}}}}',
-            "'graph_breaks' must be an integer",
-        ),
+        (f'{{"format": "{FORMAT}", "version": true, "cases": {{}}}}', "has version True"),
+        ("[" * 100_000, "is not valid JSON"),
     ],
 )
 def test_broken_file_names_the_file_and_the_problem(
@@ -114,6 +104,46 @@ def test_broken_file_names_the_file_and_the_problem(
     with pytest.raises(BaselineError, match=problem) as info:
         load_baselines(path)
     assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("version", "bad", "problem"),
+    [
+        (2, {"runs": []}, r"case 't': 'runs' must be a non-empty list"),
+        (2, {"runs": [{"timing": {"n": 0}}]}, r"case 't'.runs\[0\].timing: 'n' must be an integer"),
+        (2, "not an object", r"case 't': expected an object, got str"),
+        (1, {"median_s": -1}, r"case 't': 'median_s' must be a positive number"),
+        (1, {"median_s": 1, "graph_breaks": 1.5}, "'graph_breaks' must be an integer"),
+    ],
+)
+def test_a_broken_entry_is_skipped_by_its_key_and_the_others_are_kept(
+    tmp_path: Path, version: int, bad: object, problem: str
+) -> None:
+    good = entry().as_dict() if version == 2 else {"median_s": 0.001}
+    path = tmp_path / "b.json"
+    path.write_text(
+        json.dumps({"format": FORMAT, "version": version, "cases": {"t": bad, "u": good}})
+    )
+    found = read_baselines(path)
+    assert list(found.entries) == ["u"]
+    assert list(found.skipped) == ["t"] and re.search(problem, found.skipped["t"])
+    assert found.raw == {"t": bad}
+
+
+def test_save_writes_a_broken_entry_back_unchanged_unless_the_case_is_recorded_anew(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "b.json"
+    bad = {"runs": "garbled by a bad merge", "note": [1, 2]}
+    path.write_text(
+        json.dumps({"format": FORMAT, "version": 2, "cases": {"t": bad, "u": entry().as_dict()}})
+    )
+    save_baselines(path, {"v": entry(0.002)})
+    cases = json.loads(path.read_text())["cases"]
+    assert cases["t"] == bad and sorted(cases) == ["t", "u", "v"]
+    save_baselines(path, {"t": entry(0.003)})  # recorded anew: now readable
+    found = read_baselines(path)
+    assert not found.skipped and found.entries["t"] == entry(0.003)
 
 
 def test_broken_file_is_never_overwritten_by_save(tmp_path: Path) -> None:
@@ -145,7 +175,7 @@ def test_failed_replace_leaves_the_old_file_whole_and_no_temp_behind(
     with pytest.raises(BaselineError, match="could not be written: disk full"):
         save_baselines(path, {"b": entry()})
     assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".b.json.lock", "b.json"]
 
 
 def test_interrupted_write_leaves_the_old_file_whole(
@@ -162,7 +192,7 @@ def test_interrupted_write_leaves_the_old_file_whole(
     with pytest.raises(KeyboardInterrupt):
         save_baselines(path, {"b": entry()})
     assert path.read_bytes() == before
-    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".b.json.lock", "b.json"]
 
 
 def test_save_keeps_the_file_mode(tmp_path: Path) -> None:

@@ -404,6 +404,38 @@ def test_failing_test_is_not_saved_as_a_baseline(pytester: pytest.Pytester, run_
     assert _baseline(pytester.path / "tweak-baselines.json") == {}
 
 
+def test_a_broken_baseline_entry_is_named_skipped_and_kept_while_the_others_gate(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_changing=CHANGING_SUITE)
+    run_suite("--tweak-save", "-k", "control or speed").assert_outcomes(passed=2)
+    path = pytester.path / "tweak-baselines.json"
+    data = json.loads(path.read_text())
+    broken = {"runs": "lost in a bad merge"}
+    data["cases"]["test_changing.py::test_speed[cpu-default]"] = broken
+    data["cases"]["gone.py::test_old[cpu-default]"] = [1, 2]
+    path.write_text(json.dumps(data))
+
+    result = run_suite("-k", "control or speed", "--tweak-threshold=200")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*TweakWarning: pytest-tweak: baseline file *tweak-baselines.json: entry "
+            "'test_changing.py::test_speed[[]cpu-default[]]' skipped (case *: 'runs' must be a "
+            "non-empty list of runs)*",
+            "*test_control*cpu*default*unchanged",
+            "*test_speed*cpu*default*new",
+            "pytest-tweak: 2 unreadable entries in *tweak-baselines.json skipped: "
+            "gone.py::test_old[[]cpu-default[]], test_changing.py::test_speed[[]cpu-default[]]",
+        ]
+    )
+    # a save keeps the unreadable entry it did not record anew, byte for byte
+    run_suite("--tweak-save", "-k", "control").assert_outcomes(passed=1)
+    cases = _baseline(path)
+    assert cases["test_changing.py::test_speed[cpu-default]"] == broken
+    assert cases["gone.py::test_old[cpu-default]"] == [1, 2]
+
+
 @pytest.mark.parametrize("save", [False, True])
 def test_broken_baseline_stops_the_run_and_is_never_overwritten(
     pytester: pytest.Pytester, run_suite, save: bool
