@@ -7,6 +7,7 @@ torch is not imported here at module level: a suite that never uses ``tweak`` pa
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,7 +199,12 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
     value = config.getoption(name)
     if value is not None:
         return value, f"--{name.replace('_', '-')}"
-    ini = config.getini(name)
+    try:
+        ini = config.getini(name)
+    except (ValueError, pytest.UsageError) as exc:  # a bool ini key, not a truth value
+        raise pytest.UsageError(
+            f"ini option {name}: {exc}; expected true or false (or 1/0, yes/no, on/off)"
+        ) from exc
     if ini not in ("", None, []):
         return ini, f"ini option {name}"
     return None, "default"
@@ -278,6 +284,8 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         reference=metric == "normalized",
         stable_pct=preset.stable_pct,
     )
+    if save_raw:
+        _check_writable(Path(baseline), source)
     return TweakOptions(
         devices=tuple(devices),
         baseline_path=Path(baseline),
@@ -286,6 +294,24 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         judging=judging,
         settings=settings,
     )
+
+
+def _check_writable(path: Path, source: str) -> None:
+    """With --tweak-save, fail now, not after the whole run, if the file cannot be written."""
+    where = "the default" if source == "default" else source
+    if path.is_dir():
+        raise pytest.UsageError(
+            f"{where}: baseline file {path} is a folder; name a file, e.g. "
+            f"{path / DEFAULT_BASELINE}"
+        )
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the save creates the missing folders below this one
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise pytest.UsageError(
+            f"{where}: --tweak-save cannot write baseline file {path}: {folder} is not a "
+            "writable folder"
+        )
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
@@ -427,7 +453,9 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
     case = getattr(request, "param", None)
     if not isinstance(case, _Case):
         pytest.fail(
-            "the tweak fixture is parametrized by pytest-tweak; do not parametrize it",
+            "the tweak fixture is parametrized by pytest-tweak: request it as an argument of "
+            "the test function (not through request.getfixturevalue or another fixture), and "
+            "do not parametrize it yourself",
             pytrace=False,
         )
     yield TweakFixture(request, request.config.stash[_SESSION_KEY], case.device, case.config)

@@ -175,3 +175,44 @@ def test_describe_is_json_ready() -> None:
 
     config = Config(autocast_enabled=True, autocast_dtype=torch.bfloat16, dynamic=False)
     assert json.loads(json.dumps(config.describe()))["autocast_dtype"] == "bfloat16"
+
+
+_ANYTHING = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True)
+    | st.text(max_size=12)
+    | st.lists(st.integers(), max_size=3)
+    | st.dictionaries(st.text(max_size=4), st.integers(), max_size=2)
+    | st.sampled_from([torch.bfloat16, torch.float16, torch.int8, torch.float32, object()])
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    fullgraph=_ANYTHING,
+    dynamic=_ANYTHING,
+    mode=st.sampled_from([None, "default", "max-autotune-no-cudagraphs", "fast"]) | _ANYTHING,
+    options=st.none()
+    | st.dictionaries(
+        st.sampled_from([*_OPTION_KEYS, "freezeing", "x.y", None, 3]) | st.text(max_size=6),
+        _ANYTHING,
+    )
+    | _ANYTHING,
+    autocast_enabled=st.booleans() | _ANYTHING,
+    autocast_dtype=_ANYTHING,
+)
+def test_fuzzed_configs_are_built_or_refused_with_a_value_error(**kwargs: object) -> None:
+    """Whatever is passed: a usable config, or a ValueError, never another exception."""
+    try:
+        config = Config(**kwargs)  # type: ignore[arg-type]
+    except ValueError as exc:
+        assert str(exc)
+        return
+    assert isinstance(config.id, str) and config.id and " " not in config.id
+    assert hash(config) == hash(Config(**kwargs))  # type: ignore[arg-type]
+    import json
+
+    json.dumps(config.describe())
+    assert config.compile_kwargs()["backend"] == "inductor"

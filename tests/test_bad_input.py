@@ -1,0 +1,131 @@
+"""Bad input across the plugin's whole surface: every option with a value and its ini twin,
+the flags' ini twins, the baseline path, and the ways a test can misuse the ``tweak`` fixture.
+Each gets a clear error that names what is wrong, before any test runs where pytest allows."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_tweak.plugin import _OPTIONS
+
+#: Options whose value is a file path: any text is a valid name.
+_PATHS = {"baseline"}
+_VALUED = [name for name, metavar, _ in _OPTIONS if metavar is not None and name not in _PATHS]
+_FLAGS = [name for name, metavar, _ in _OPTIONS if metavar is None]
+
+
+@pytest.mark.parametrize("name", _VALUED)
+@pytest.mark.parametrize("where", ["cli", "ini"])
+def test_every_valued_option_refuses_garbage_naming_the_option_and_the_value(
+    pytester: pytest.Pytester, name: str, where: str
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    flag = "--" + f"tweak_{name}".replace("_", "-")
+    if where == "cli":
+        result = pytester.runpytest(f"{flag}=@bad@")
+        source = flag
+    else:
+        pytester.makeini(f"[pytest]\ntweak_{name} = @bad@\n")
+        result = pytester.runpytest()
+        source = f"ini option tweak_{name}"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {source}: *'@bad@'*"])
+
+
+@pytest.mark.parametrize("name", _FLAGS)
+def test_every_flag_ini_twin_refuses_a_value_that_is_not_a_truth_value(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.makeini(f"[pytest]\ntweak_{name} = maybe\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: ini option tweak_{name}: invalid truth value 'maybe'; expected true or false*"]
+    )
+
+
+def test_flag_ini_twins_accept_truth_values(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    pytester.makeini("[pytest]\ntweak_fast = yes\ntweak_fail_inconclusive = 0\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+
+
+def test_save_to_a_path_that_cannot_be_written_fails_before_any_test_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.path.joinpath("notes.txt").write_text("a file, not a folder")
+    result = pytester.runpytest("--tweak-save", "--tweak-baseline=notes.txt/base.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --tweak-baseline: --tweak-save cannot write baseline file "
+            "*notes.txt/base.json: *notes.txt is not a writable folder"
+        ]
+    )
+    assert pytester.path.joinpath("notes.txt").read_text() == "a file, not a folder"
+
+
+@pytest.mark.parametrize("save", [False, True])
+def test_a_folder_as_the_baseline_file_is_refused_naming_it(
+    pytester: pytest.Pytester, save: bool
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.mkdir("perf")
+    result = pytester.runpytest("--tweak-baseline=perf", *(["--tweak-save"] if save else []))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    expected = (
+        "*baseline file *perf is a folder; name a file*" if save else "*perf: cannot be read*"
+    )
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_tweak_from_a_module_scoped_fixture_is_a_clear_error(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.fixture(scope="module")
+        def shared(tweak):
+            return tweak
+
+        def test_x(shared):
+            raise AssertionError("must not run")
+    """)
+    result = run_suite()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ScopeMismatch*function scoped fixture tweak*module*"])
+
+
+def test_tweak_through_getfixturevalue_says_how_to_request_it(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        def test_x(request):
+            request.getfixturevalue("tweak")
+    """)
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*the tweak fixture is parametrized by pytest-tweak: request it as an argument of "
+            "the test function*"
+        ]
+    )
+
+
+def test_parametrizing_tweak_by_hand_is_refused(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.parametrize("tweak", [1, 2])
+        def test_x(tweak):
+            raise AssertionError("must not run")
+    """)
+    result = run_suite()
+    assert result.ret != pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*tweak*"])
+    assert "must not run" not in result.stdout.str()
