@@ -16,7 +16,7 @@ import torch
 
 from .backends import Backend
 from .counters import BreakReason, Recompile, read_counts, reset_dynamo
-from .devices import make_synchronizer, to_device
+from .devices import make_synchronizer, release_memory, to_device
 from .measure import Instruments, Measurement, MeasureSettings, measure
 from .stats import Summary
 
@@ -176,6 +176,7 @@ def run_case(
         return out
 
     measurement: Measurement | None = None
+    failure: str | None = None
     try:
         with _torch_threads(threads):
             compiled = backend.compile(model, device)
@@ -187,7 +188,18 @@ def run_case(
                     call, model, args, kwargs, backend, device, settings, instruments
                 )
     except Exception as exc:
-        raise CaseError(_describe_failure(backend, device, exc)) from exc
+        failure = _describe_failure(backend, device, exc)
+    if failure is not None:
+        # Out of the except block, the exception and the tensors its frames held are gone:
+        # drop the failed case's compiled code and hand the device allocator's cached blocks
+        # back, so the next cases run, and are timed, as if this one never ran. The message
+        # carries all a person needs.
+        reset_dynamo()
+        release_memory(device)
+        raise CaseError(failure)
+    nan = _nan_problem(output)
+    if nan is not None:
+        raise CaseError(f"{backend.name} on {device}: {nan}")
     counts = read_counts()
     if measurement is None:
         figures = _no_figures(compile_time_s, move_s)
@@ -277,6 +289,31 @@ def _torch_threads(threads: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def _nan_problem(output: Any) -> str | None:
+    """Say where the first NaN in the (possibly nested) output is; None when there is none."""
+    for where, value in _tensors(output, "output"):
+        if value.is_floating_point() or value.is_complex():
+            count = int(torch.isnan(value).sum())
+            if count:
+                return (
+                    f"the model's {where} holds {count} NaN value(s) of {value.numel()}: a "
+                    "timing of wrong results is not a measurement (check the model and its "
+                    "inputs; under autocast, the dtype's range)"
+                )
+    return None
+
+
+def _tensors(value: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:
+    if isinstance(value, torch.Tensor):
+        yield where, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _tensors(item, f"{where}[{key!r}]")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _tensors(item, f"{where}[{index}]")
 
 
 def _describe_failure(backend: Backend, device: torch.device, exc: BaseException) -> str:

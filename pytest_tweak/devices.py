@@ -21,6 +21,7 @@ __all__ = [
     "Availability",
     "availability",
     "make_synchronizer",
+    "release_memory",
     "to_device",
 ]
 
@@ -93,6 +94,18 @@ def make_synchronizer(device: torch.device) -> Callable[[], None]:
 
 def _no_sync() -> None:
     return None
+
+
+def release_memory(device: torch.device) -> None:
+    """Collect garbage, then hand the device allocator's cached, unused blocks back (cuda and
+    xpu, through ``torch.get_device_module``); on cpu, collecting is all there is to do."""
+    import gc
+
+    import torch
+
+    gc.collect()
+    if device.type != "cpu":
+        torch.get_device_module(device.type).empty_cache()
 
 
 def to_device(value: Any, device: torch.device) -> Any:

@@ -103,3 +103,33 @@ def test_instruments_lend_one_flush_buffer_and_reference_per_cuda_device() -> No
     assert first is not second and first._flush.data_ptr() == second._flush.data_ptr()
     assert instruments.reference(device) is instruments.reference(device)
     assert first(lambda: torch.ones(8, device=device).sum(), 4) > 0
+
+
+def test_a_real_cuda_oom_fails_its_test_and_the_next_case_gets_the_memory_back(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import torch
+
+        BEFORE = []
+
+        class Oom(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.randn(4096, 4096))  # 64 MB on the device
+
+            def forward(self, x):
+                return x @ self.w, torch.empty(1 << 40, device=x.device)  # 4 TiB: OOM
+
+        def test_oom(tweak):
+            BEFORE.append(torch.cuda.memory_allocated())
+            tweak.benchmark(Oom(), torch.randn(64, 4096))
+
+        def test_after(tweak):
+            # the failed case's weights and inputs are gone from the device
+            assert torch.cuda.memory_allocated() <= BEFORE[0] + (1 << 20)
+            tweak.benchmark(torch.nn.Linear(64, 64), torch.randn(8, 64))
+    """)
+    result = run_suite("--tweak-device=cuda")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*pytest-tweak: inductor-default on cuda:* OutOfMemoryError*"])

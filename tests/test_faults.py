@@ -1,0 +1,98 @@
+"""Faults inside a case: a compile error, an exception in the model, a failing allocation, a
+NaN output. Each fails its own test with the reason; the failed case lets go of its model, and
+the cases after it run and compare with their baselines as usual."""
+
+from __future__ import annotations
+
+import pytest
+
+FAULTS_SUITE = """
+import gc, os, weakref, torch, pytest
+
+REFS = []
+FAULT = os.environ.get("TWEAK_FAULTS") == "1"
+
+
+class Net(torch.nn.Module):
+    def __init__(self, fault=""):
+        super().__init__()
+        self.big = torch.nn.Parameter(torch.randn(512, 512))
+        self.fault = fault
+
+    def forward(self, x):
+        y = torch.relu(x @ self.big)
+        if FAULT and self.fault == "oom":
+            return y, torch.empty(1 << 40)  # 4 TiB: a failing allocation inside the graph
+        if FAULT and self.fault == "raise":
+            raise ValueError("the model itself failed")
+        if FAULT and self.fault == "nan":
+            y = y * float("nan")
+        return y
+
+
+def _run(tweak, fault):
+    model = Net(fault).eval()
+    REFS.append(weakref.ref(model.big))
+    with torch.no_grad():
+        tweak.benchmark(model, torch.randn(64, 512))
+
+
+def test_steady_before(tweak):
+    _run(tweak, "")
+
+def test_oom(tweak):
+    _run(tweak, "oom")
+
+def test_model_raises(tweak):
+    _run(tweak, "raise")
+
+def test_nan(tweak):
+    _run(tweak, "nan")
+
+def test_steady_after(tweak):
+    gc.collect()
+    alive = [r for r in REFS[1:] if r() is not None]
+    assert not alive, f"{len(alive)} failed case(s) still hold their model"
+    _run(tweak, "")
+"""
+
+
+def test_faults_fail_their_own_tests_with_the_reason_and_disturb_no_other(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_faults=FAULTS_SUITE)
+    run_suite("--tweak-save").assert_outcomes(passed=5)  # the baselines, without faults
+    monkeypatch.setenv("TWEAK_FAULTS", "1")
+    result = run_suite("--tweak-threshold=200")
+    # test_steady_after also checks that no failed case still holds its model
+    result.assert_outcomes(passed=2, failed=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*pytest-tweak: inductor-default on cpu: RuntimeError: *DefaultCPUAllocator: "
+            "can't allocate memory: you tried to allocate 4398046511104 bytes*",
+            "*pytest-tweak: inductor-default on cpu: ValueError: the model itself failed*",
+            "*pytest-tweak: inductor-default on cpu: the model's output holds 32768 NaN "
+            "value(s) of 32768*",
+        ]
+    )
+    for name in ("steady_before", "steady_after"):
+        line = next(x for x in result.outlines if f"test_{name}" in x and "cpu" in x)
+        assert line.split()[-1] in ("unchanged", "inconclusive", "improved"), line
+
+
+def test_a_nan_anywhere_in_a_nested_output_is_named(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import torch
+
+        class Nested(torch.nn.Module):
+            def forward(self, x):
+                return {"ok": x + 1, "parts": [x * 2, torch.log(x - 10)]}
+
+        def test_nested(tweak):
+            tweak.benchmark(Nested(), torch.ones(4))
+    """)
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*the model's output[[]'parts'[]][[]1[]] holds 4 NaN value(s) of 4*"]
+    )
