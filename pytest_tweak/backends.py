@@ -2,19 +2,38 @@
 
 `TorchInductorBackend` compiles with ``torch.compile(backend="inductor")`` and the settings of
 its `TorchInductorBackendConfig`; `EagerBackend` leaves the model as it is, so speed-ups versus
-eager can be measured with the same machinery.
+eager can be measured with the same machinery. `AotEagerBackend` stops before inductor's code
+generation; `TorchAOBackend` quantizes with TorchAO, then compiles with inductor;
+`OpenVINOBackend` compiles with OpenVINO. The last two import their package when they compile.
 """
 
 from __future__ import annotations
 
+import copy
+import importlib
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from .config import TorchInductorBackendConfig
+from .config import (
+    TORCHAO_QUANTIZATIONS,
+    AotEagerBackendConfig,
+    EagerBackendConfig,
+    OpenVINOBackendConfig,
+    TorchAOBackendConfig,
+    TorchInductorBackendConfig,
+)
 
-__all__ = ["Backend", "EagerBackend", "TorchInductorBackend", "model_device"]
+__all__ = [
+    "AotEagerBackend",
+    "Backend",
+    "EagerBackend",
+    "OpenVINOBackend",
+    "TorchAOBackend",
+    "TorchInductorBackend",
+    "model_device",
+]
 
 # Autocast dtypes torch supports per device type (others only warn and disable autocast).
 _AUTOCAST_DTYPES: dict[str, tuple[torch.dtype, ...]] = {
@@ -102,6 +121,9 @@ class TorchInductorBackend:
 class EagerBackend:
     """No compilation: the model runs as written. The reference for speed-ups."""
 
+    def __init__(self, config: EagerBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, EagerBackendConfig)
+
     @property
     def name(self) -> str:
         return "eager"
@@ -113,6 +135,115 @@ class EagerBackend:
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
         return model
+
+
+class AotEagerBackend:
+    """``torch.compile(backend="aot_eager")``: dynamo and AOT autograd without inductor."""
+
+    def __init__(self, config: AotEagerBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, AotEagerBackendConfig)
+
+    @property
+    def name(self) -> str:
+        return _named("aot_eager", self.config.id)
+
+    def __repr__(self) -> str:
+        return f"AotEagerBackend({self.config!r})"
+
+    def compile(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        return torch.compile(model, **self.config.compile_kwargs())
+
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        return model
+
+
+class TorchAOBackend:
+    """Quantize a deep copy of the model with TorchAO, then compile it with inductor."""
+
+    def __init__(self, config: TorchAOBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, TorchAOBackendConfig)
+
+    @property
+    def name(self) -> str:
+        return _named("torchao", self.config.id)
+
+    def __repr__(self) -> str:
+        return f"TorchAOBackend({self.config!r})"
+
+    def compile(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """Quantize a copy of ``model`` (an ``nn.Module``), then ``torch.compile`` it.
+
+        Raises:
+            ImportError: torchao is not installed.
+            TypeError: ``model`` is not an ``nn.Module`` (torchao quantizes modules).
+        """
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"the torchao backend quantizes torch.nn.Module objects, got {type(model).__name__}"
+            )
+        quantization = importlib.import_module("torchao.quantization")
+        config_class = getattr(quantization, TORCHAO_QUANTIZATIONS[self.config.quantization])
+        quantized = copy.deepcopy(model)
+        # set_inductor_config=False: torchao would otherwise change inductor's global config
+        quantization.quantize_(quantized, config_class(set_inductor_config=False))
+        return TorchInductorBackend(self.config.inductor).compile(quantized, device)
+
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """The unquantized model, uncompiled, under the inductor config's autocast."""
+        return TorchInductorBackend(self.config.inductor).eager(model, device)
+
+
+class OpenVINOBackend:
+    """``torch.compile(backend="openvino")`` with the settings of an `OpenVINOBackendConfig`."""
+
+    def __init__(self, config: OpenVINOBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, OpenVINOBackendConfig)
+
+    @property
+    def name(self) -> str:
+        return _named("openvino", self.config.id)
+
+    def __repr__(self) -> str:
+        return f"OpenVINOBackend({self.config!r})"
+
+    def compile(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """Register OpenVINO's backend with dynamo (``import openvino.torch``) and compile.
+
+        Raises:
+            ImportError: openvino is not installed.
+        """
+        importlib.import_module("openvino.torch")
+        return torch.compile(model, **self.config.compile_kwargs())
+
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        return model
+
+
+def _named(backend: str, config_id: str) -> str:
+    return backend if config_id == "default" else f"{backend}-{config_id}"
+
+
+def _config_of(backend: object, config: Any, config_type: type[Any]) -> Any:
+    """``config``, or the default ``config_type()``; `TypeError` for another type."""
+    if config is None:
+        return config_type()
+    if not isinstance(config, config_type):
+        raise TypeError(
+            f"{type(backend).__name__} takes a {config_type.__name__}, got {type(config).__name__}"
+        )
+    return config
 
 
 def _autocast_dtype(config: TorchInductorBackendConfig, device: torch.device) -> torch.dtype:
