@@ -466,8 +466,9 @@ def test_bad_marker_arguments_are_collection_errors(pytester: pytest.Pytester, r
     result.stdout.fnmatch_lines(["*4 errors*"])
     result.stdout.fnmatch_lines(
         [
-            "*test_dict: tweak_configs takes TorchInductorBackendConfig objects, got {'mode': "
-            "'default'} (dict)",
+            "*test_dict: tweak_configs takes TorchInductorBackendConfig objects or configs of "
+            "other registered backends, got {'mode': 'default'} (dict); known backends and "
+            "their config types: inductor (TorchInductorBackendConfig), eager*",
             "*test_duplicate: tweak_configs has two configs with the id 'default'*",
             "*test_empty: tweak_configs() needs at least one config",
             "*test_kwargs: tweak_configs takes configs as positional arguments, got keyword(s) "
