@@ -608,3 +608,18 @@ def test_fingerprint_hook_is_not_called_without_tweak_tests(
     )
     pytester.makepyfile(test_plain="def test_plain(): pass\n")
     run_suite().assert_outcomes(passed=1)
+
+
+def test_every_hookspec_is_documented_with_an_example() -> None:
+    from pytest_tweak import hookspec
+
+    specs = [name for name in vars(hookspec) if name.startswith("pytest_tweak_")]
+    assert sorted(specs) == [
+        "pytest_tweak_add_backends",
+        "pytest_tweak_case_result",
+        "pytest_tweak_collect_configs",
+        "pytest_tweak_fingerprint",
+        "pytest_tweak_verdict",
+    ]
+    for name in specs:
+        assert "Example" in (getattr(hookspec, name).__doc__ or ""), name
