@@ -9,9 +9,12 @@ generation; `TorchAOBackend` quantizes with TorchAO, then compiles with inductor
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import difflib
 import importlib
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -219,16 +222,103 @@ class OpenVINOBackend:
     ) -> Callable[..., Any]:
         """Register OpenVINO's backend with dynamo (``import openvino.torch``) and compile.
 
+        OpenVINO's backend quietly falls back to inductor, or to eager, when OpenVINO fails to
+        compile or run a graph: the case would time something else under OpenVINO's name. The
+        first call (which compiles) is watched, and such a fallback raises instead.
+
         Raises:
             ImportError: openvino is not installed.
+            ValueError: the OpenVINO device is not available, or a property in ``config`` is
+                not one the device supports.
+            RuntimeError: at the first call, OpenVINO failed and its backend fell back.
         """
-        importlib.import_module("openvino.torch")
-        return torch.compile(model, **self.config.compile_kwargs())
+        _check_openvino(self.config)
+        compiled = torch.compile(model, **self.config.compile_kwargs())
+        watched = False
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            nonlocal watched
+            if watched:
+                return compiled(*args, **kwargs)
+            watched = True
+            with _openvino_fallbacks() as fallbacks:
+                out = compiled(*args, **kwargs)
+            if fallbacks:
+                raise RuntimeError(
+                    "OpenVINO failed and its torch.compile backend fell back to another "
+                    "compiler: " + "; ".join(fallbacks)
+                )
+            return out
+
+        run.__wrapped__ = compiled  # type: ignore[attr-defined]
+        return run
 
     def eager(
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
         return model
+
+
+def _check_openvino(config: OpenVINOBackendConfig) -> None:
+    """The device must be available here, and each property one it supports (OpenVINO's
+    backend would drop an unknown one silently)."""
+    core = importlib.import_module("openvino").Core()
+    available = list(core.available_devices)
+    base = config.device.partition(".")[0]
+    if base != "AUTO" and not any(
+        found == config.device or found.partition(".")[0] == config.device for found in available
+    ):
+        raise ValueError(
+            f"OpenVINO device {config.device!r} is not available here; available: "
+            + ", ".join(available)
+        )
+    if not config.config:
+        return
+    supported = [str(name) for name in core.get_property(config.device, "SUPPORTED_PROPERTIES")]
+    for key in config.config:
+        if key not in supported:
+            close = difflib.get_close_matches(key, supported, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(
+                f"OpenVINO device {config.device} does not support the property {key!r}{hint}"
+            )
+
+
+#: OpenVINO's torch.compile backend logs its fallbacks at debug level, here.
+_OPENVINO_LOGGERS = (
+    "openvino.frontend.pytorch.torchdynamo.backend",
+    "openvino.frontend.pytorch.torchdynamo.execute",
+)
+
+
+class _FallbackRecorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.fallbacks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith(("Failed in OpenVINO execution", "OpenVINO execution failed")):
+            self.fallbacks.append(message.splitlines()[0])
+
+
+@contextlib.contextmanager
+def _openvino_fallbacks() -> Iterator[list[str]]:
+    """The fallbacks OpenVINO's backend logs inside the block."""
+    recorder = _FallbackRecorder()
+    loggers = [logging.getLogger(name) for name in _OPENVINO_LOGGERS]
+    saved = [(logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(recorder)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False  # its debug chatter is for the recorder only
+    try:
+        yield recorder.fallbacks
+    finally:
+        for logger, (level, propagate) in zip(loggers, saved, strict=True):
+            logger.removeHandler(recorder)
+            logger.setLevel(level)
+            logger.propagate = propagate
 
 
 def _named(backend: str, config_id: str) -> str:

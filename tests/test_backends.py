@@ -106,3 +106,41 @@ def test_openvino_compiles_and_matches_eager() -> None:
     assert backend.name == "openvino-INFERENCE_PRECISION_HINT=f32"
     with torch.no_grad():
         torch.testing.assert_close(backend.compile(model)(x), model(x))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            OpenVINOBackendConfig(config={"PERFORMANCE_HINTS": "LATENCY"}),
+            r"OpenVINO device CPU does not support the property 'PERFORMANCE_HINTS'; "
+            r"did you mean 'PERFORMANCE_HINT'\?",
+        ),
+        (OpenVINOBackendConfig(device="NPU"), r"OpenVINO device 'NPU' is not available here"),
+    ],
+)
+def test_openvino_refuses_what_it_would_silently_ignore(
+    config: OpenVINOBackendConfig, message: str
+) -> None:
+    pytest.importorskip("openvino")
+    with pytest.raises(ValueError, match=message):
+        OpenVINOBackend(config).compile(TinyMLP())
+
+
+class _FailsInOpenVINO(torch.nn.Module):
+    """Logs what OpenVINO's backend logs when it gives up on a graph and falls back."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import logging
+
+        logging.getLogger("openvino.frontend.pytorch.torchdynamo.backend").debug(
+            "Failed in OpenVINO execution: simulated"
+        )
+        return x + 1
+
+
+def test_openvino_fallback_to_another_compiler_is_an_error() -> None:
+    pytest.importorskip("openvino")
+    compiled = OpenVINOBackend().compile(_FailsInOpenVINO())
+    with pytest.raises(RuntimeError, match=r"OpenVINO failed .* fell back .*: Failed in OpenVINO"):
+        compiled(torch.randn(4))
