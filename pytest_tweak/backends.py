@@ -185,6 +185,7 @@ class TorchAOBackend:
         Raises:
             ImportError: torchao is not installed.
             TypeError: ``model`` is not an ``nn.Module`` (torchao quantizes modules).
+            ValueError: the quantization left every weight as it was (no ``nn.Linear``).
         """
         if not isinstance(model, torch.nn.Module):
             raise TypeError(
@@ -195,6 +196,12 @@ class TorchAOBackend:
         quantized = copy.deepcopy(model)
         # set_inductor_config=False: torchao would otherwise change inductor's global config
         quantization.quantize_(quantized, config_class(set_inductor_config=False))
+        if not any(type(p).__module__.startswith("torchao") for p in quantized.parameters()):
+            # nothing to quantize: the case would time plain inductor under torchao's name
+            raise ValueError(
+                f"torchao {self.config.quantization} quantized no weight of "
+                f"{type(model).__name__} (it quantizes the weights of nn.Linear layers)"
+            )
         return TorchInductorBackend(self.config.inductor).compile(quantized, device)
 
     def eager(

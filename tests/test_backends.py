@@ -95,6 +95,8 @@ def test_torchao_quantizes_a_copy_and_compiles_it() -> None:
     assert backend.eager(model) is model
     with pytest.raises(TypeError, match=r"quantizes torch\.nn\.Module objects"):
         backend.compile(lambda t: t)
+    with pytest.raises(ValueError, match="int8_weight_only quantized no weight of Conv2d"):
+        backend.compile(torch.nn.Conv2d(3, 3, 3))
 
 
 def test_openvino_compiles_and_matches_eager() -> None:
