@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +101,8 @@ CPU_THREADS_HELP = (
 )
 
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
+#: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
+_REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
 
 # name (without the "tweak_" prefix), metavar (None: a flag), help; each has an ini twin.
@@ -390,14 +392,7 @@ def pytest_tweak_verdict(
     if not changed:
         return verdict
     note = "the baseline was recorded in another environment: " + "; ".join(changed)
-    return Verdict(
-        status=verdict.status,
-        change=verdict.change,
-        speedup=verdict.speedup,
-        problems=verdict.problems,
-        notes=(*verdict.notes, note),
-        fail_inconclusive=verdict.fail_inconclusive,
-    )
+    return replace(verdict, notes=(*verdict.notes, note))
 
 
 def _registry(config: pytest.Config) -> BackendRegistry:
@@ -423,9 +418,6 @@ def _registry(config: pytest.Config) -> BackendRegistry:
     )
     config.stash[_REGISTRY_ERROR_KEY] = error
     raise error
-
-
-_REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -593,10 +585,10 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
             names.append(name)
     stray = [c for c in given if registry.name_of(c) not in names]
     if stray:
+        name = registry.name_of(stray[0])
         pytest.fail(
-            f"{where}: tweak_configs has {stray[0]!r}, a {registry.name_of(stray[0])} config, "
-            f"but tweak_backends does not name {registry.name_of(stray[0])!r} "
-            f"(it names {', '.join(names)})",
+            f"{where}: tweak_configs has {stray[0]!r} (backend {name}), but tweak_backends "
+            f"does not name {name!r} (it names {', '.join(names)})",
             pytrace=False,
         )
     configs: list[Any] = []

@@ -62,6 +62,12 @@ class BackendSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.config_type, type):
             raise RegistryError(f"config_type must be a class, got {self.config_type!r}")
+        lacking = [a for a in ("id", "describe") if not hasattr(self.config_type, a)]
+        if lacking:
+            raise RegistryError(
+                f"config type {self.config_type.__qualname__} has no {' and no '.join(lacking)}: "
+                "a config needs an `id` property and a `describe()` method"
+            )
         if not callable(self.factory):
             raise RegistryError(f"factory must be callable, got {self.factory!r}")
         if isinstance(self.requires, str) or not all(isinstance(r, str) for r in self.requires):

@@ -240,7 +240,7 @@ def test_bad_tweak_backends_arguments_are_collection_errors(
             "*test_kwargs: tweak_backends takes backend names as positional arguments, "
             "got keyword(s) names",
             "*test_stray: tweak_configs has AotEagerBackendConfig(fullgraph=False, "
-            "dynamic=None), a aot_eager config, but tweak_backends does not name 'aot_eager' "
+            "dynamic=None) (backend aot_eager), but tweak_backends does not name 'aot_eager' "
             "(it names eager)",
             "*test_string: tweak_configs takes TorchInductorBackendConfig objects or configs of "
             "other registered backends, got 'aot_eager' (str); known backends and their config "

@@ -77,6 +77,8 @@ def test_a_contribution_must_be_a_mapping() -> None:
 def test_spec_fields_are_checked() -> None:
     with pytest.raises(RegistryError, match="config_type must be a class"):
         BackendSpec(_Config(), EagerBackend)  # type: ignore[arg-type]
+    with pytest.raises(RegistryError, match="config type int has no id and no describe"):
+        BackendSpec(int, EagerBackend)
     with pytest.raises(RegistryError, match="factory must be callable"):
         BackendSpec(_Config, "EagerBackend")  # type: ignore[arg-type]
     with pytest.raises(RegistryError, match="requires must be a tuple of module names"):
