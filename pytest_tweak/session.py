@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, load_baselines, save_baselines
 from .measure import MeasureSettings
-from .verdict import Judging, Status, Verdict, judge
+from .verdict import Judging, Verdict
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
@@ -78,25 +78,12 @@ class TweakSession:
 
     def run_to_compare(self, result: BenchmarkResult, *, compare: bool) -> RunRecord | None:
         """The run to judge against the baseline; ``None`` when there is nothing to judge:
-        when saving, when timing is off, or when told so."""
+        when saving, when timing is off, or when told so. The verdict itself comes from the
+        ``pytest_tweak_verdict`` hook (pytest-tweak's own rule runs last)."""
         run = run_record(result)
         if self.options.save or not compare:
             return None
         return run
-
-    def judge(self, nodeid: str, result: BenchmarkResult, *, compare: bool) -> Verdict:
-        """pytest-tweak's own verdict for a case (``NOT_COMPARED`` when `run_to_compare`
-        has nothing to judge)."""
-        run = self.run_to_compare(result, compare=compare)
-        if run is None:
-            return Verdict(Status.NOT_COMPARED)
-        return judge(
-            self.baselines.get(nodeid),
-            run,
-            graph_breaks=result.graph_breaks,
-            recompiles=result.recompiles,
-            judging=self.options.judging[result.device.type],
-        )
 
     def add(self, record: CaseRecord) -> None:
         self.records[record.nodeid] = record
