@@ -10,35 +10,60 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # explicit re-exports, for type checkers
+    from .backends import AotEagerBackend as AotEagerBackend
     from .backends import Backend as Backend
     from .backends import EagerBackend as EagerBackend
+    from .backends import OpenVINOBackend as OpenVINOBackend
+    from .backends import TorchAOBackend as TorchAOBackend
     from .backends import TorchInductorBackend as TorchInductorBackend
+    from .baselines import BaselineEntry as BaselineEntry
+    from .baselines import RunRecord as RunRecord
     from .case import BenchmarkResult as BenchmarkResult
     from .case import CaseError as CaseError
+    from .config import AotEagerBackendConfig as AotEagerBackendConfig
+    from .config import EagerBackendConfig as EagerBackendConfig
+    from .config import OpenVINOBackendConfig as OpenVINOBackendConfig
+    from .config import TorchAOBackendConfig as TorchAOBackendConfig
     from .config import TorchInductorBackendConfig as TorchInductorBackendConfig
     from .counters import BreakReason as BreakReason
     from .counters import Recompile as Recompile
     from .fixture import TweakFixture as TweakFixture
     from .measure import MeasureSettings as MeasureSettings
+    from .registry import BackendSpec as BackendSpec
+    from .session import CaseRecord as CaseRecord
     from .stats import Summary as Summary
     from .tuning import BestOfStrategy as BestOfStrategy
     from .tuning import Module as Module
     from .tuning import OneBackendStrategy as OneBackendStrategy
     from .tuning import TuneResult as TuneResult
     from .tuning import tune as tune
+    from .verdict import Judging as Judging
+    from .verdict import Status as Status
+    from .verdict import Verdict as Verdict
 
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "AotEagerBackend": "backends",
     "Backend": "backends",
     "EagerBackend": "backends",
+    "OpenVINOBackend": "backends",
+    "TorchAOBackend": "backends",
     "TorchInductorBackend": "backends",
+    "BaselineEntry": "baselines",
+    "RunRecord": "baselines",
     "BenchmarkResult": "case",
     "CaseError": "case",
+    "AotEagerBackendConfig": "config",
+    "EagerBackendConfig": "config",
+    "OpenVINOBackendConfig": "config",
+    "TorchAOBackendConfig": "config",
     "TorchInductorBackendConfig": "config",
     "BreakReason": "counters",
     "Recompile": "counters",
     "MeasureSettings": "measure",
+    "BackendSpec": "registry",
+    "CaseRecord": "session",
     "Summary": "stats",
     "TweakFixture": "fixture",
     "BestOfStrategy": "tuning",
@@ -46,6 +71,9 @@ _EXPORTS = {
     "OneBackendStrategy": "tuning",
     "TuneResult": "tuning",
     "tune": "tuning",
+    "Judging": "verdict",
+    "Status": "verdict",
+    "Verdict": "verdict",
 }
 
 __all__ = sorted(_EXPORTS)

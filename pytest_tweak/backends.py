@@ -2,19 +2,41 @@
 
 `TorchInductorBackend` compiles with ``torch.compile(backend="inductor")`` and the settings of
 its `TorchInductorBackendConfig`; `EagerBackend` leaves the model as it is, so speed-ups versus
-eager can be measured with the same machinery.
+eager can be measured with the same machinery. `AotEagerBackend` stops before inductor's code
+generation; `TorchAOBackend` quantizes with TorchAO, then compiles with inductor;
+`OpenVINOBackend` compiles with OpenVINO. The last two import their package when they compile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import copy
+import difflib
+import importlib
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from .config import TorchInductorBackendConfig
+from .config import (
+    TORCHAO_QUANTIZATIONS,
+    AotEagerBackendConfig,
+    EagerBackendConfig,
+    OpenVINOBackendConfig,
+    TorchAOBackendConfig,
+    TorchInductorBackendConfig,
+)
 
-__all__ = ["Backend", "EagerBackend", "TorchInductorBackend", "model_device"]
+__all__ = [
+    "AotEagerBackend",
+    "Backend",
+    "EagerBackend",
+    "OpenVINOBackend",
+    "TorchAOBackend",
+    "TorchInductorBackend",
+    "model_device",
+]
 
 # Autocast dtypes torch supports per device type (others only warn and disable autocast).
 _AUTOCAST_DTYPES: dict[str, tuple[torch.dtype, ...]] = {
@@ -102,6 +124,9 @@ class TorchInductorBackend:
 class EagerBackend:
     """No compilation: the model runs as written. The reference for speed-ups."""
 
+    def __init__(self, config: EagerBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, EagerBackendConfig)
+
     @property
     def name(self) -> str:
         return "eager"
@@ -113,6 +138,209 @@ class EagerBackend:
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
         return model
+
+
+class AotEagerBackend:
+    """``torch.compile(backend="aot_eager")``: dynamo and AOT autograd without inductor."""
+
+    def __init__(self, config: AotEagerBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, AotEagerBackendConfig)
+
+    @property
+    def name(self) -> str:
+        return _named("aot_eager", self.config.id)
+
+    def __repr__(self) -> str:
+        return f"AotEagerBackend({self.config!r})"
+
+    def compile(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        return torch.compile(model, **self.config.compile_kwargs())
+
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        return model
+
+
+class TorchAOBackend:
+    """Quantize a deep copy of the model with TorchAO, then compile it with inductor."""
+
+    def __init__(self, config: TorchAOBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, TorchAOBackendConfig)
+
+    @property
+    def name(self) -> str:
+        return _named("torchao", self.config.id)
+
+    def __repr__(self) -> str:
+        return f"TorchAOBackend({self.config!r})"
+
+    def compile(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """Quantize a copy of ``model`` (an ``nn.Module``), then ``torch.compile`` it.
+
+        Raises:
+            ImportError: torchao is not installed.
+            TypeError: ``model`` is not an ``nn.Module`` (torchao quantizes modules).
+            ValueError: the quantization left every weight as it was (no ``nn.Linear``).
+        """
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"the torchao backend quantizes torch.nn.Module objects, got {type(model).__name__}"
+            )
+        quantization = importlib.import_module("torchao.quantization")
+        config_class = getattr(quantization, TORCHAO_QUANTIZATIONS[self.config.quantization])
+        quantized = copy.deepcopy(model)
+        # set_inductor_config=False: torchao would otherwise change inductor's global config
+        quantization.quantize_(quantized, config_class(set_inductor_config=False))
+        if not any(type(p).__module__.startswith("torchao") for p in quantized.parameters()):
+            # nothing to quantize: the case would time plain inductor under torchao's name
+            raise ValueError(
+                f"torchao {self.config.quantization} quantized no weight of "
+                f"{type(model).__name__} (it quantizes the weights of nn.Linear layers)"
+            )
+        return TorchInductorBackend(self.config.inductor).compile(quantized, device)
+
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """The unquantized model, uncompiled, under the inductor config's autocast."""
+        return TorchInductorBackend(self.config.inductor).eager(model, device)
+
+
+class OpenVINOBackend:
+    """``torch.compile(backend="openvino")`` with the settings of an `OpenVINOBackendConfig`."""
+
+    def __init__(self, config: OpenVINOBackendConfig | None = None) -> None:
+        self.config = _config_of(self, config, OpenVINOBackendConfig)
+
+    @property
+    def name(self) -> str:
+        return _named("openvino", self.config.id)
+
+    def __repr__(self) -> str:
+        return f"OpenVINOBackend({self.config!r})"
+
+    def compile(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        """Register OpenVINO's backend with dynamo (``import openvino.torch``) and compile.
+
+        OpenVINO's backend quietly falls back to inductor, or to eager, when OpenVINO fails to
+        compile or run a graph: the case would time something else under OpenVINO's name. The
+        first call (which compiles) is watched, and such a fallback raises instead.
+
+        Raises:
+            ImportError: openvino is not installed.
+            ValueError: the OpenVINO device is not available, or a property in ``config`` is
+                not one the device supports.
+            RuntimeError: at the first call, OpenVINO failed and its backend fell back.
+        """
+        _check_openvino(self.config)
+        compiled = torch.compile(model, **self.config.compile_kwargs())
+        watched = False
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            nonlocal watched
+            if watched:
+                return compiled(*args, **kwargs)
+            watched = True
+            with _openvino_fallbacks() as fallbacks:
+                out = compiled(*args, **kwargs)
+            if fallbacks:
+                raise RuntimeError(
+                    "OpenVINO failed and its torch.compile backend fell back to another "
+                    "compiler: " + "; ".join(fallbacks)
+                )
+            return out
+
+        run.__wrapped__ = compiled  # type: ignore[attr-defined]
+        return run
+
+    def eager(
+        self, model: Callable[..., Any], device: torch.device | None = None
+    ) -> Callable[..., Any]:
+        return model
+
+
+def _check_openvino(config: OpenVINOBackendConfig) -> None:
+    """The device must be available here, and each property one it supports (OpenVINO's
+    backend would drop an unknown one silently)."""
+    core = importlib.import_module("openvino").Core()
+    available = list(core.available_devices)
+    base = config.device.partition(".")[0]
+    if base != "AUTO" and not any(
+        found == config.device or found.partition(".")[0] == config.device for found in available
+    ):
+        raise ValueError(
+            f"OpenVINO device {config.device!r} is not available here; available: "
+            + ", ".join(available)
+        )
+    if not config.config:
+        return
+    supported = [str(name) for name in core.get_property(config.device, "SUPPORTED_PROPERTIES")]
+    for key in config.config:
+        if key not in supported:
+            close = difflib.get_close_matches(key, supported, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(
+                f"OpenVINO device {config.device} does not support the property {key!r}{hint}"
+            )
+
+
+#: OpenVINO's torch.compile backend logs its fallbacks at debug level, here.
+_OPENVINO_LOGGERS = (
+    "openvino.frontend.pytorch.torchdynamo.backend",
+    "openvino.frontend.pytorch.torchdynamo.execute",
+)
+
+
+class _FallbackRecorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.fallbacks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if message.startswith(("Failed in OpenVINO execution", "OpenVINO execution failed")):
+            self.fallbacks.append(message.splitlines()[0])
+
+
+@contextlib.contextmanager
+def _openvino_fallbacks() -> Iterator[list[str]]:
+    """The fallbacks OpenVINO's backend logs inside the block."""
+    recorder = _FallbackRecorder()
+    loggers = [logging.getLogger(name) for name in _OPENVINO_LOGGERS]
+    saved = [(logger.level, logger.propagate) for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(recorder)
+        logger.setLevel(logging.DEBUG)
+        logger.propagate = False  # its debug chatter is for the recorder only
+    try:
+        yield recorder.fallbacks
+    finally:
+        for logger, (level, propagate) in zip(loggers, saved, strict=True):
+            logger.removeHandler(recorder)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+def _named(backend: str, config_id: str) -> str:
+    return backend if config_id == "default" else f"{backend}-{config_id}"
+
+
+def _config_of(backend: object, config: Any, config_type: type[Any]) -> Any:
+    """``config``, or the default ``config_type()``; `TypeError` for another type."""
+    if config is None:
+        return config_type()
+    if not isinstance(config, config_type):
+        raise TypeError(
+            f"{type(backend).__name__} takes a {config_type.__name__}, got {type(config).__name__}"
+        )
+    return config
 
 
 def _autocast_dtype(config: TorchInductorBackendConfig, device: torch.device) -> torch.dtype:

@@ -7,6 +7,7 @@ Format (JSON, keys sorted, two-space indent, one trailing newline)::
         "tests/perf/test_net.py::test_speed[cpu-default]": {
           "compile_time_s": 3.1, "config": {...}, "device": "cpu",
           "graph_breaks": 0, "graph_count": 1, "recompiles": 0, "torch": "2.13.0+cpu",
+          "backend": "inductor", "fingerprint": {"torch": "2.13.0+cpu", "cpu": ..., ...},
           "runs": [
             {"timing": SUMMARY, "normalized": SUMMARY, "speedup": SUMMARY}, ...
           ]
@@ -20,8 +21,10 @@ where each SUMMARY is ``{"n", "median", "q1", "q3", "min", "max", "log_sd"}`` of
 samples (`pytest_tweak.stats.Summary`): ``timing`` in seconds per call, ``normalized`` the
 case's time over the reference workload's, ``speedup`` eager over compiled. An entry holds one
 run, or several when runs are appended (``--tweak-save --tweak-append``): their spread is the
-between-run noise the verdict accounts for. Version-1 files (one median per case) are read as
-one run each and rewritten as version 2 on the next save.
+between-run noise the verdict accounts for. ``backend`` (the registered backend name) and
+``fingerprint`` (the environment the entry was recorded in, `pytest_tweak.fingerprint`) are
+optional: files written before they existed load as they are. Version-1 files (one median
+per case) are read as one run each and rewritten as version 2 on the next save.
 
 A broken file is never written over: loading raises `BaselineError`, and `save_baselines`
 reads the file again right before writing, refuses if it is broken, and replaces it
@@ -125,6 +128,8 @@ class BaselineEntry:
     device: str | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     torch: str | None = None
+    backend: str | None = None
+    fingerprint: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.runs:
@@ -150,6 +155,8 @@ class BaselineEntry:
             "device": self.device,
             "config": dict(self.config),
             "torch": self.torch,
+            "backend": self.backend,
+            "fingerprint": dict(self.fingerprint),
         }
 
     @classmethod
@@ -168,6 +175,8 @@ class BaselineEntry:
             raise ValueError(f"{where}: 'compile_time_s' must be a number, got {compile_time!r}")
         if not isinstance(data.get("config", {}), dict):
             raise ValueError(f"{where}: 'config' must be an object")
+        if not isinstance(data.get("fingerprint") or {}, dict):
+            raise ValueError(f"{where}: 'fingerprint' must be an object")
         if version == 1:
             runs: tuple[RunRecord, ...] = (_run_from_v1(data, where),)
         else:
@@ -183,6 +192,8 @@ class BaselineEntry:
             device=_optional_str(data.get("device")),
             config=dict(data.get("config", {})),
             torch=_optional_str(data.get("torch")),
+            backend=_optional_str(data.get("backend")),
+            fingerprint=dict(data.get("fingerprint") or {}),
             **counts,
         )
 

@@ -1,4 +1,8 @@
-"""`TorchInductorBackendConfig`: one way of compiling a model with inductor, validated early.
+"""Backend configs: one way of compiling a model, validated early.
+
+`TorchInductorBackendConfig` for inductor; `AotEagerBackendConfig`, `EagerBackendConfig`,
+`TorchAOBackendConfig` and `OpenVINOBackendConfig` for the other built-in backends. Each is a
+frozen, hashable dataclass with a stable, readable ``id`` and a ``describe()`` for reports.
 
 `torch.compile` only rejects a bad mode, a mode together with options, or an unknown option
 when the compiled function is first *called*. A config is checked when it is constructed, so a
@@ -18,7 +22,15 @@ from typing import Any
 
 import torch
 
-__all__ = ["TorchInductorBackendConfig"]
+__all__ = [
+    "OPENVINO_DEVICES",
+    "TORCHAO_QUANTIZATIONS",
+    "AotEagerBackendConfig",
+    "EagerBackendConfig",
+    "OpenVINOBackendConfig",
+    "TorchAOBackendConfig",
+    "TorchInductorBackendConfig",
+]
 
 # Longest rendering of the options inside a config id before it is replaced by a digest.
 _MAX_OPTIONS_ID_CHARS = 48
@@ -222,3 +234,217 @@ def _dtype_short(dtype: torch.dtype) -> str:
     return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "float64": "fp64"}.get(
         _dtype_name(dtype), _dtype_name(dtype)
     )
+
+
+def _check_bool(name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_dynamic(value: object) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"dynamic must be True, False or None, got {value!r}")
+
+
+def _graph_id(fullgraph: bool, dynamic: bool | None) -> list[str]:
+    parts = ["fullgraph"] if fullgraph else []
+    if dynamic is True:
+        parts.append("dynamic")
+    elif dynamic is False:
+        parts.append("static")
+    return parts
+
+
+@dataclass(frozen=True)
+class EagerBackendConfig:
+    """The eager backend's config: nothing to set; the model runs as written.
+
+    Exists so that ``eager`` is a backend like the others (``tweak_backends("eager")``,
+    ``tweak_configs(EagerBackendConfig())``).
+    """
+
+    @property
+    def id(self) -> str:
+        """Always ``default``."""
+        return "default"
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True)
+class AotEagerBackendConfig:
+    """How to compile with ``torch.compile(backend="aot_eager")``: dynamo traces and AOT
+    autograd functionalizes the graph, which then runs op by op in eager, without inductor's
+    code generation. Its time against inductor's isolates what code generation buys; its
+    compile time isolates what dynamo and AOT autograd cost.
+
+    Args:
+        fullgraph: Require one graph for the whole model; a graph break is an error.
+        dynamic: As for `TorchInductorBackendConfig`.
+
+    Raises:
+        ValueError: at construction, for a value of the wrong type.
+    """
+
+    fullgraph: bool = False
+    dynamic: bool | None = None
+
+    def __post_init__(self) -> None:
+        _check_bool("fullgraph", self.fullgraph)
+        _check_dynamic(self.dynamic)
+
+    @property
+    def id(self) -> str:
+        """``default``, or the non-default settings: ``fullgraph``, ``dynamic``/``static``."""
+        return "-".join(_graph_id(self.fullgraph, self.dynamic)) or "default"
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments this config passes to ``torch.compile``."""
+        return {"backend": "aot_eager", "fullgraph": self.fullgraph, "dynamic": self.dynamic}
+
+    def describe(self) -> dict[str, Any]:
+        return {"fullgraph": self.fullgraph, "dynamic": self.dynamic}
+
+
+#: TorchAO quantizations by name: the torchao config class each one applies.
+TORCHAO_QUANTIZATIONS: dict[str, str] = {
+    "int8_weight_only": "Int8WeightOnlyConfig",
+    "int8_dynamic_activation_int8_weight": "Int8DynamicActivationInt8WeightConfig",
+}
+_TORCHAO_SHORT = {
+    "int8_weight_only": "int8wo",
+    "int8_dynamic_activation_int8_weight": "int8dq",
+}
+
+
+@dataclass(frozen=True)
+class TorchAOBackendConfig:
+    """Quantize a copy of the model with TorchAO (``torchao.quantization.quantize_``), then
+    compile it with inductor. Needs the ``torchao`` package.
+
+    The model under test is left as it is: the backend quantizes a deep copy, and the eager
+    companion (the speed-up's base) is the unquantized model.
+
+    Args:
+        quantization: One of `TORCHAO_QUANTIZATIONS`: ``int8_weight_only`` (int8 weights,
+            activations in their dtype) or ``int8_dynamic_activation_int8_weight``.
+        inductor: How to compile the quantized model; by default
+            ``TorchInductorBackendConfig()``. torchao's own global inductor settings are not
+            applied (they would leak into every later case); put the ones you want here.
+
+    Raises:
+        ValueError: at construction, for an unknown quantization or an ``inductor`` that is
+            not a `TorchInductorBackendConfig`.
+    """
+
+    quantization: str = "int8_weight_only"
+    inductor: TorchInductorBackendConfig = field(default_factory=TorchInductorBackendConfig)
+
+    def __post_init__(self) -> None:
+        if self.quantization not in TORCHAO_QUANTIZATIONS:
+            close = difflib.get_close_matches(str(self.quantization), TORCHAO_QUANTIZATIONS, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(
+                f"unknown torchao quantization {self.quantization!r}; {hint}known: "
+                + ", ".join(TORCHAO_QUANTIZATIONS)
+            )
+        if not isinstance(self.inductor, TorchInductorBackendConfig):
+            raise ValueError(
+                f"inductor must be a TorchInductorBackendConfig, got {self.inductor!r}"
+            )
+
+    @property
+    def id(self) -> str:
+        """The quantization's short name (``int8wo``, ``int8dq``), then the inductor config's
+        id when it is not ``default``."""
+        short = _TORCHAO_SHORT[self.quantization]
+        return short if self.inductor.id == "default" else f"{short}-{self.inductor.id}"
+
+    def describe(self) -> dict[str, Any]:
+        return {"quantization": self.quantization, "inductor": self.inductor.describe()}
+
+
+#: OpenVINO device names (``GPU.1`` and the like name one of several).
+OPENVINO_DEVICES = ("CPU", "GPU", "NPU", "AUTO")
+
+
+@dataclass(frozen=True)
+class OpenVINOBackendConfig:
+    """How to compile with ``torch.compile(backend="openvino")``. Needs the ``openvino``
+    package (``import openvino.torch`` registers the backend).
+
+    Args:
+        device: The OpenVINO device that runs the model: ``CPU``, ``GPU``, ``NPU``, ``AUTO``,
+            or one of several, such as ``GPU.1``.
+        config: OpenVINO properties, names to string values, e.g.
+            ``{"PERFORMANCE_HINT": "LATENCY"}``.
+        fullgraph: Require one graph for the whole model.
+        dynamic: As for `TorchInductorBackendConfig`.
+
+    Raises:
+        ValueError: at construction, for an unknown device or a config that does not map
+            strings to strings.
+    """
+
+    device: str = "CPU"
+    config: Mapping[str, str] | None = None
+    fullgraph: bool = False
+    dynamic: bool | None = None
+
+    def __post_init__(self) -> None:
+        device = self.device
+        if not isinstance(device, str) or device.partition(".")[0] not in OPENVINO_DEVICES:
+            raise ValueError(
+                f"unknown OpenVINO device {device!r}; use one of {', '.join(OPENVINO_DEVICES)} "
+                "(or one of several, such as 'GPU.1')"
+            )
+        if self.config is not None:
+            if not isinstance(self.config, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.config.items()
+            ):
+                raise ValueError(
+                    f"config must map OpenVINO property names to string values, got {self.config!r}"
+                )
+            object.__setattr__(self, "config", types.MappingProxyType(dict(self.config)))
+        _check_bool("fullgraph", self.fullgraph)
+        _check_dynamic(self.dynamic)
+
+    def __hash__(self) -> int:
+        config = None if self.config is None else tuple(sorted(self.config.items()))
+        return hash((self.device, config, self.fullgraph, self.dynamic))
+
+    @property
+    def id(self) -> str:
+        """``default``, or the non-default settings: the device in lower case, the properties
+        (``KEY=value,...``, or ``config-<digest>`` when long), ``fullgraph``,
+        ``dynamic``/``static``."""
+        parts = [] if self.device == "CPU" else [self.device.lower()]
+        if self.config:
+            rendered = ",".join(f"{k}={v}" for k, v in sorted(self.config.items()))
+            if len(rendered) > _MAX_OPTIONS_ID_CHARS:
+                digest = hashlib.sha1(_options_key(self.config).encode()).hexdigest()[:8]
+                rendered = f"config-{digest}"
+            parts.append(rendered)
+        parts += _graph_id(self.fullgraph, self.dynamic)
+        return "-".join(parts) or "default"
+
+    def compile_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments this config passes to ``torch.compile``."""
+        options: dict[str, Any] = {"device": self.device}
+        if self.config:
+            options["config"] = dict(self.config)
+        return {
+            "backend": "openvino",
+            "fullgraph": self.fullgraph,
+            "dynamic": self.dynamic,
+            "options": options,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "device": self.device,
+            "config": None if self.config is None else dict(self.config),
+            "fullgraph": self.fullgraph,
+            "dynamic": self.dynamic,
+        }

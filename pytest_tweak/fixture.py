@@ -1,4 +1,4 @@
-"""The object behind the ``tweak`` fixture: one (device, config) case of one test."""
+"""The object behind the ``tweak`` fixture: one (device, backend, config) case of one test."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import torch
 
-from .backends import TorchInductorBackend
+from .backends import Backend, TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
-from .config import TorchInductorBackendConfig
 from .devices import to_device
+from .plugin import implementers
 from .report import failure_message
 from .session import CaseRecord, TweakSession
 from .stats import Summary
-from .verdict import Change, Verdict
+from .verdict import Change, Status, Verdict
 
 __all__ = ["TweakFixture"]
 
@@ -79,8 +79,11 @@ class TweakFixture:
 
     Attributes:
         device: The ``torch.device`` of this case.
-        config: The `TorchInductorBackendConfig` of this case.
-        backend: The `TorchInductorBackend` built from ``config``.
+        config: The config of this case: a `TorchInductorBackendConfig`, or the config of
+            another registered backend.
+        backend: The backend built from ``config`` (a `TorchInductorBackend` for inductor
+            configs).
+        backend_name: The registered name of the backend (``inductor``, ``aot_eager``, ...).
     """
 
     def __init__(
@@ -88,17 +91,20 @@ class TweakFixture:
         request: pytest.FixtureRequest,
         session: TweakSession,
         device: str,
-        config: TorchInductorBackendConfig,
+        config: Any,
+        backend: Backend | None = None,
+        backend_name: str = "inductor",
     ) -> None:
         self._request = request
         self._session = session
         self.device = torch.device(device)
         self.config = config
-        self.backend = TorchInductorBackend(config)
+        self.backend: Backend = backend if backend is not None else TorchInductorBackend(config)
+        self.backend_name = backend_name
         self.result: BenchmarkResult | None = None
 
     def __repr__(self) -> str:
-        return f"<tweak device={self.device} config={self.config.id}>"
+        return f"<tweak device={self.device} backend={self.backend_name} config={self.config.id}>"
 
     def compile(self, model: Callable[..., Any]) -> Callable[..., Any]:
         """Move ``model`` to this case's device and compile it with this case's config."""
@@ -133,24 +139,26 @@ class TweakFixture:
         except CaseError as exc:
             pytest.fail(f"pytest-tweak: {exc}", pytrace=False)
         self.result = result
-        benchmark.extra_info["tweak"] = _extra_info(self, result)
         session = self._session
-        verdict = session.judge(nodeid, result, compare=not runner.disabled)
-        session.add(
-            CaseRecord(
-                nodeid=nodeid,
-                device=self.device.type,
-                config_id=self.config.id,
-                config=self.config.describe(),
-                result=result,
-                verdict=verdict,
-                baseline=session.baselines.get(nodeid),
-            )
+        benchmark.extra_info["tweak"] = _extra_info(self, result, session.fingerprint)
+        verdict = self._verdict(result, compare=not runner.disabled)
+        record = CaseRecord(
+            nodeid=nodeid,
+            device=self.device.type,
+            config_id=self.config.id,
+            config=self.config.describe(),
+            result=result,
+            verdict=verdict,
+            baseline=session.baselines.get(nodeid),
+            backend=self.backend_name,
+            fingerprint=session.fingerprint,
         )
+        session.add(record)
         info = benchmark.extra_info["tweak"]
         info["verdict"] = _verdict_info(verdict)
         # pytest-tweak's own time in this call: everything but the measured phases
         info["phases"]["own_s"] = time.perf_counter() - started - sum(info["phases"].values())
+        self._request.config.hook.pytest_tweak_case_result(item=self._request.node, record=record)
         if verdict.failed:
             judging = session.options.judging[self.device.type]
             pytest.fail(
@@ -161,10 +169,38 @@ class TweakFixture:
             )
         return result
 
+    def _verdict(self, result: BenchmarkResult, *, compare: bool) -> Verdict:
+        """The first verdict the ``pytest_tweak_verdict`` implementations return (pytest-tweak's
+        own runs last); ``NOT_COMPARED`` when there is nothing to judge."""
+        session = self._session
+        run = session.run_to_compare(result, compare=compare)
+        if run is None:
+            return Verdict(Status.NOT_COMPARED)
+        item = self._request.node
+        hook = self._request.config.hook.pytest_tweak_verdict
+        verdict = hook(
+            item=item,
+            baseline=session.baselines.get(item.nodeid),
+            run=run,
+            result=result,
+            judging=session.options.judging[self.device.type],
+        )
+        if not isinstance(verdict, Verdict):
+            pytest.fail(
+                f"pytest-tweak: pytest_tweak_verdict returned {verdict!r} "
+                f"({type(verdict).__name__}); it must return a pytest_tweak.Verdict or None "
+                f"(implemented by: {implementers(hook)})",
+                pytrace=False,
+            )
+        return verdict
 
-def _extra_info(fixture: TweakFixture, result: BenchmarkResult) -> dict[str, Any]:
+
+def _extra_info(
+    fixture: TweakFixture, result: BenchmarkResult, fingerprint: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "device": fixture.device.type,
+        "backend": fixture.backend_name,
         "config": fixture.config.id,
         "graph_breaks": result.graph_breaks,
         "break_reasons": [reason.as_dict() for reason in result.break_reasons],
@@ -181,6 +217,7 @@ def _extra_info(fixture: TweakFixture, result: BenchmarkResult) -> dict[str, Any
         "normalized": _summary(result.normalized),
         "eager": _summary(result.eager),
         "speedup": _summary(result.speedup),
+        "fingerprint": dict(fingerprint),
     }
 
 

@@ -1,5 +1,6 @@
 """The pytest11 entry point: options, ini keys, markers, parametrization, the ``tweak`` fixture
-and the report hooks. Wiring only; the work is done by the plain modules beside this one.
+and the report hooks, and pytest-tweak's own hooks (`hookspec`) with its default
+implementations of them. Wiring only; the work is done by the plain modules beside this one.
 
 torch is not imported here at module level: a suite that never uses ``tweak`` pays nothing.
 """
@@ -8,22 +9,28 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .baselines import BaselineError
+from . import hookspec
+from .baselines import BaselineEntry, BaselineError, RunRecord
 from .devices import DEVICES
+from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .measure import MeasureSettings
+from .registry import DEFAULT_BACKEND, BackendRegistry, BackendSpec, RegistryError
 from .report import summary_lines
 from .session import TweakOptions, TweakSession
-from .verdict import Judging
+from .verdict import Judging, Verdict
 
 if TYPE_CHECKING:
-    from .config import TorchInductorBackendConfig
+    from pluggy import HookCaller
+
+    from .case import BenchmarkResult
     from .fixture import TweakFixture
 
 DEFAULT_BASELINE = "tweak-baselines.json"
@@ -95,6 +102,8 @@ CPU_THREADS_HELP = (
 )
 
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
+#: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
+_REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
 
 # name (without the "tweak_" prefix), metavar (None: a flag), help; each has an ini twin.
@@ -115,6 +124,10 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("eager", "on|off", EAGER_HELP),
     ("cpu_threads", "N", CPU_THREADS_HELP),
 )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -143,9 +156,16 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     config.addinivalue_line(
         "markers",
-        "tweak_configs(*configs): run the test's `tweak` cases once per "
-        "TorchInductorBackendConfig given; without it, one case with the default config "
-        "(pytest-tweak)",
+        "tweak_configs(*configs): run the test's `tweak` cases once per config given: "
+        "TorchInductorBackendConfig, or the config of another registered backend "
+        "(AotEagerBackendConfig, TorchAOBackendConfig, OpenVINOBackendConfig, ...); without "
+        "it, one case with TorchInductorBackendConfig() (pytest-tweak)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "tweak_backends(*names): run the test's `tweak` cases once per backend named "
+        "(inductor, eager, aot_eager, torchao, openvino, or one a plugin registers), each with "
+        "its configs from tweak_configs or else its default config (pytest-tweak)",
     )
     session = TweakSession(_resolve_options(config))
     config.stash[_SESSION_KEY] = session
@@ -367,37 +387,143 @@ def _parse_number(text: str, raw: Any, source: str, allowed: str, check: Any) ->
     return value
 
 
+# -- pytest-tweak's hooks: helpers and default implementations --------------------------
+
+
+def implementers(hook: HookCaller) -> str:
+    """The plugins implementing ``hook`` other than pytest-tweak itself, for messages."""
+    own = sys.modules[__name__]
+    names = [impl.plugin_name for impl in hook.get_hookimpls() if impl.plugin is not own]
+    return ", ".join(reversed(names)) or "pytest-tweak only"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_tweak_add_backends(config: pytest.Config) -> Mapping[str, BackendSpec]:
+    """pytest-tweak's own backends, registered first: a plugin's backend with one of their
+    names is reported as the duplicate."""
+    from .registry import builtin_backends
+
+    return builtin_backends()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_tweak_verdict(
+    item: pytest.Item,
+    baseline: BaselineEntry | None,
+    run: RunRecord,
+    result: BenchmarkResult,
+    judging: Judging,
+) -> Verdict:
+    """pytest-tweak's own rule (`pytest_tweak.verdict.judge`), with a note when the baseline
+    was recorded in a different environment."""
+    from .verdict import judge
+
+    verdict = judge(
+        baseline,
+        run,
+        graph_breaks=result.graph_breaks,
+        recompiles=result.recompiles,
+        judging=judging,
+    )
+    if baseline is None or not baseline.fingerprint:
+        return verdict
+    changed = differences(baseline.fingerprint, item.config.stash[_SESSION_KEY].fingerprint)
+    if not changed:
+        return verdict
+    note = "the baseline was recorded in another environment: " + "; ".join(changed)
+    return replace(verdict, notes=(*verdict.notes, note))
+
+
+def _registry(config: pytest.Config) -> BackendRegistry:
+    """The run's backends, from every ``pytest_tweak_add_backends`` implementation (once).
+
+    A bad contribution is a `RegistryError` naming the implementing plugins; it is kept and
+    raised again for every later test, so each test using ``tweak`` reports it.
+    """
+    session = config.stash[_SESSION_KEY]
+    if session.registry is not None:
+        return session.registry
+    error = config.stash.get(_REGISTRY_ERROR_KEY, None)
+    if error is not None:
+        raise error
+    hook = config.hook.pytest_tweak_add_backends
+    try:
+        session.registry = BackendRegistry.from_contributions(hook(config=config))
+        return session.registry
+    except RegistryError as exc:
+        problem = str(exc)
+    error = RegistryError(
+        f"pytest_tweak_add_backends: {problem} (implemented by: {implementers(hook)})"
+    )
+    config.stash[_REGISTRY_ERROR_KEY] = error
+    raise error
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Take the environment fingerprint once, when a collected test uses ``tweak``."""
+    if not any("tweak" in getattr(item, "fixturenames", ()) for item in session.items):
+        return
+    from .fingerprint import base_fingerprint
+
+    config = session.config
+    tweak = config.stash[_SESSION_KEY]
+    options = tweak.options
+    fingerprint = base_fingerprint(options.devices, options.settings.cpu_threads)
+    hook = config.hook.pytest_tweak_fingerprint
+    returned = [r for r in hook(config=config, fingerprint=fingerprint) if r is not None]
+    problem = check_fingerprint(fingerprint)
+    if returned:
+        problem = f"returned {returned[0]!r}; change the fingerprint dict in place and return None"
+    if problem is not None:
+        raise pytest.UsageError(
+            f"pytest-tweak: pytest_tweak_fingerprint: {problem} "
+            f"(implemented by: {implementers(hook)})"
+        )
+    tweak.fingerprint = fingerprint
+
+
 # -- collection ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class _Case:
     device: str
-    config: TorchInductorBackendConfig
+    backend: str
+    config: Any
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "tweak" not in metafunc.fixturenames:
         return
-    from .config import TorchInductorBackendConfig
     from .devices import availability
 
+    try:
+        registry = _registry(metafunc.config)
+    except RegistryError as exc:
+        problem = str(exc)
+        registry = None
+    if registry is None:
+        pytest.fail(f"pytest-tweak: {problem}", pytrace=False)
     options = metafunc.config.stash[_SESSION_KEY].options
-    configs = _configs(metafunc, TorchInductorBackendConfig)
+    cases = _configs(metafunc, registry)
     supported = [d for d in DEVICES if metafunc.definition.get_closest_marker(d)] or list(DEVICES)
     devices = [d for d in options.devices if d in supported]
     params = []
     for device in devices:
         found = availability(device)
-        marks = (
-            []
-            if found.available
-            else [pytest.mark.skip(reason=f"device {device} is not available: {found.reason}")]
-        )
-        params += [
-            pytest.param(_Case(device, config), id=f"{device}-{config.id}", marks=marks)
-            for config in configs
-        ]
+        for name, config in cases:
+            reason = (
+                f"device {device} is not available: {found.reason}"
+                if not found.available
+                else registry.spec(name).skip_reason(name, device)
+            )
+            params.append(
+                pytest.param(
+                    _Case(device, name, config),
+                    id=f"{device}-{registry.case_id(name, config)}",
+                    marks=[] if reason is None else [pytest.mark.skip(reason=reason)],
+                )
+            )
     if not params:
         reason = (
             f"supports {', '.join(supported)}; selected by --tweak-device: "
@@ -407,37 +533,108 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("tweak", params, indirect=True)
 
 
-def _configs(
-    metafunc: pytest.Metafunc, config_type: type[TorchInductorBackendConfig]
-) -> list[TorchInductorBackendConfig]:
-    marker = metafunc.definition.get_closest_marker("tweak_configs")
+def _configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> list[tuple[str, Any]]:
+    """The test's (backend name, config) pairs: from its markers, then from the
+    ``pytest_tweak_collect_configs`` implementations."""
     where = metafunc.definition.nodeid
-    if marker is None:
-        return [config_type()]
-    if marker.kwargs:
+    configs = _marker_configs(metafunc, registry)
+    hook = metafunc.config.hook.pytest_tweak_collect_configs
+    before = list(configs)
+    returned = [r for r in hook(metafunc=metafunc, configs=configs) if r is not None]
+    if returned:
         pytest.fail(
-            f"{where}: tweak_configs takes configs as positional arguments, "
-            f"got keyword(s) {', '.join(sorted(marker.kwargs))}",
+            f"{where}: pytest_tweak_collect_configs returned {returned[0]!r}; change the "
+            f"configs list in place and return None (implemented by: {implementers(hook)})",
             pytrace=False,
         )
-    if not marker.args:
-        pytest.fail(f"{where}: tweak_configs() needs at least one config", pytrace=False)
-    by_id: dict[str, TorchInductorBackendConfig] = {}
-    for config in marker.args:
-        if not isinstance(config, config_type):
+    source = (
+        "tweak_configs"
+        if configs == before
+        else f"pytest_tweak_collect_configs (implemented by: {implementers(hook)})"
+    )
+    if not isinstance(configs, list) or not configs:
+        pytest.fail(f"{where}: {source} left no config to run", pytrace=False)
+    return _checked(where, configs, registry, source)
+
+
+def _checked(
+    where: str, configs: list[Any], registry: BackendRegistry, source: str
+) -> list[tuple[str, Any]]:
+    """Each config with its backend; a config of no registered backend, or two configs of
+    one backend with one id, fail the collection of the test."""
+    cases: dict[tuple[str, str], tuple[str, Any]] = {}
+    for config in configs:
+        name = registry.name_of(config)
+        if name is None:
+            hint = (
+                "; to select backends by name, use @pytest.mark.tweak_backends"
+                if isinstance(config, str)
+                else ""
+            )
             pytest.fail(
-                f"{where}: tweak_configs takes TorchInductorBackendConfig objects, "
-                f"got {config!r} ({type(config).__name__})",
+                f"{where}: {source} takes TorchInductorBackendConfig objects or configs of "
+                f"other registered backends, got {config!r} ({type(config).__name__}); known "
+                f"backends and their config types: {registry.config_types()}{hint}",
                 pytrace=False,
             )
-        if config.id in by_id:
+        key = (name, str(config.id))
+        if key in cases:
             pytest.fail(
-                f"{where}: tweak_configs has two configs with the id {config.id!r}: "
-                f"{by_id[config.id]!r} and {config!r}; each config must differ",
+                f"{where}: {source} has two configs with the id {config.id!r} "
+                f"(backend {name}): {cases[key][1]!r} and {config!r}; each config must differ",
                 pytrace=False,
             )
-        by_id[config.id] = config
-    return list(by_id.values())
+        cases[key] = (name, config)
+    return list(cases.values())
+
+
+def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> list[Any]:
+    """The configs the ``tweak_configs`` and ``tweak_backends`` markers ask for."""
+    where = metafunc.definition.nodeid
+    configs_marker = metafunc.definition.get_closest_marker("tweak_configs")
+    backends_marker = metafunc.definition.get_closest_marker("tweak_backends")
+    for marker in (configs_marker, backends_marker):
+        if marker is None:
+            continue
+        what = "config" if marker.name == "tweak_configs" else "backend name"
+        if marker.kwargs:
+            pytest.fail(
+                f"{where}: {marker.name} takes {what}s as positional arguments, "
+                f"got keyword(s) {', '.join(sorted(marker.kwargs))}",
+                pytrace=False,
+            )
+        if not marker.args:
+            pytest.fail(f"{where}: {marker.name}() needs at least one {what}", pytrace=False)
+    given = list(configs_marker.args) if configs_marker is not None else []
+    # only what the marker gave is checked here; the hook's changes are checked after it
+    _checked(where, given, registry, "tweak_configs")
+    if backends_marker is None:
+        if configs_marker is None:
+            return [registry.spec(DEFAULT_BACKEND).config_type()]
+        return given
+    names: list[str] = []
+    for name in backends_marker.args:
+        if name not in registry:
+            pytest.fail(
+                f"{where}: tweak_backends got unknown backend {name!r}; known: "
+                f"{', '.join(registry.names)}",
+                pytrace=False,
+            )
+        if name not in names:
+            names.append(name)
+    stray = [c for c in given if registry.name_of(c) not in names]
+    if stray:
+        name = registry.name_of(stray[0])
+        pytest.fail(
+            f"{where}: tweak_configs has {stray[0]!r} (backend {name}), but tweak_backends "
+            f"does not name {name!r} (it names {', '.join(names)})",
+            pytrace=False,
+        )
+    configs: list[Any] = []
+    for name in names:
+        own = [c for c in given if registry.name_of(c) == name]
+        configs += own or [registry.spec(name).config_type()]
+    return configs
 
 
 # -- the fixture and the report -----------------------------------------------------------
@@ -445,9 +642,10 @@ def _configs(
 
 @pytest.fixture
 def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
-    """One (device, config) case: ``tweak.benchmark(model, *args)`` compiles, warms up,
-    times and counts; ``tweak.device``, ``tweak.config``, ``tweak.backend``,
+    """One (device, backend, config) case: ``tweak.benchmark(model, *args)`` compiles, warms
+    up, times and counts; ``tweak.device``, ``tweak.config``, ``tweak.backend``,
     ``tweak.compile(model)``."""
+    from .backends import Backend
     from .fixture import TweakFixture
 
     case = getattr(request, "param", None)
@@ -458,7 +656,16 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
             "do not parametrize it yourself",
             pytrace=False,
         )
-    yield TweakFixture(request, request.config.stash[_SESSION_KEY], case.device, case.config)
+    spec = _registry(request.config).spec(case.backend)
+    backend = spec.factory(case.config)
+    if not isinstance(backend, Backend):
+        pytest.fail(
+            f"pytest-tweak: the factory of backend {case.backend!r} ({spec.factory!r}) returned "
+            f"{backend!r}, which has no `name` and `compile(model, device)`",
+            pytrace=False,
+        )
+    session = request.config.stash[_SESSION_KEY]
+    yield TweakFixture(request, session, case.device, case.config, backend, case.backend)
 
 
 class _RunHooks:
@@ -491,6 +698,7 @@ class _RunHooks:
             terminalreporter.write_sep("-", "tweak summary")
             for line in lines:
                 terminalreporter.write_line(line)
+            terminalreporter.write_line(f"fingerprint: {render_fingerprint(tweak.fingerprint)}")
         path = tweak.options.baseline_path
         if tweak.skipped:
             terminalreporter.write_line(

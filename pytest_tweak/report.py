@@ -17,6 +17,7 @@ __all__ = ["failure_message", "summary_lines"]
 _HEADERS = (
     "test",
     "device",
+    "backend",
     "config",
     "median",
     "speed-up",
@@ -107,6 +108,7 @@ def _row(record: CaseRecord) -> tuple[str, ...]:
     return (
         name,
         record.device,
+        record.backend,
         record.config_id,
         median,
         _speedup(result),

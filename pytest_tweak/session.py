@@ -5,14 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .measure import Instruments, MeasureSettings
-from .verdict import Judging, Status, Verdict, judge
+from .verdict import Judging, Verdict
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
+    from .registry import BackendRegistry
 
 __all__ = ["CaseRecord", "TweakOptions", "TweakSession", "run_record"]
 
@@ -31,7 +32,20 @@ class TweakOptions:
 
 @dataclass
 class CaseRecord:
-    """One case's outcome, for the summary and for saving."""
+    """One case's outcome, for the summary, for saving and for observers.
+
+    Attributes:
+        nodeid: The test's node id, the baseline key.
+        device: The device type.
+        config_id: The config's id.
+        config: The config's description (``config.describe()``).
+        result: What the case measured.
+        verdict: The verdict against the baseline.
+        baseline: The baseline entry, if the file has one.
+        backend: The registered name of the case's backend.
+        fingerprint: The environment fingerprint of the run.
+        test_passed: Whether the test passed; set from the test's report.
+    """
 
     nodeid: str
     device: str
@@ -40,6 +54,8 @@ class CaseRecord:
     result: BenchmarkResult
     verdict: Verdict
     baseline: BaselineEntry | None
+    backend: str = "inductor"
+    fingerprint: Mapping[str, Any] = field(default_factory=dict)
     test_passed: bool | None = None  # set from the test's report
 
 
@@ -55,6 +71,10 @@ class TweakSession:
         self.saved: dict[str, BaselineEntry] | None = None
         #: Per-device timer buffers and reference workloads, shared by the run's cases.
         self.instruments = Instruments()
+        #: The backends of this run; built from the plugins' contributions on first use.
+        self.registry: BackendRegistry | None = None
+        #: The environment fingerprint, once a collected test uses ``tweak``.
+        self.fingerprint: dict[str, Any] = {}
 
     def load(self) -> None:
         """Read the baseline file (`BaselineError` when it is broken; a broken entry is
@@ -63,18 +83,14 @@ class TweakSession:
         self.baselines = found.entries
         self.skipped = found.skipped
 
-    def judge(self, nodeid: str, result: BenchmarkResult, *, compare: bool) -> Verdict:
-        """The verdict for a case; not compared when saving, timing is off, or told so."""
+    def run_to_compare(self, result: BenchmarkResult, *, compare: bool) -> RunRecord | None:
+        """The run to judge against the baseline; ``None`` when there is nothing to judge:
+        when saving, when timing is off, or when told so. The verdict itself comes from the
+        ``pytest_tweak_verdict`` hook (pytest-tweak's own rule runs last)."""
         run = run_record(result)
-        if self.options.save or not compare or run is None:
-            return Verdict(Status.NOT_COMPARED)
-        return judge(
-            self.baselines.get(nodeid),
-            run,
-            graph_breaks=result.graph_breaks,
-            recompiles=result.recompiles,
-            judging=self.options.judging[result.device.type],
-        )
+        if self.options.save or not compare:
+            return None
+        return run
 
     def add(self, record: CaseRecord) -> None:
         self.records[record.nodeid] = record
@@ -98,6 +114,8 @@ class TweakSession:
                 device=record.device,
                 config=record.config,
                 torch=str(torch.__version__),
+                backend=record.backend,
+                fingerprint=dict(record.fingerprint),
             )
         return entries
 

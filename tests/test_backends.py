@@ -7,8 +7,14 @@ import torch
 from models import TinyMLP
 
 from pytest_tweak import (
+    AotEagerBackend,
+    AotEagerBackendConfig,
     Backend,
     EagerBackend,
+    OpenVINOBackend,
+    OpenVINOBackendConfig,
+    TorchAOBackend,
+    TorchAOBackendConfig,
     TorchInductorBackend,
     TorchInductorBackendConfig,
 )
@@ -52,3 +58,91 @@ def test_backends_satisfy_the_protocol_and_have_names() -> None:
     assert TorchInductorBackend().config == TorchInductorBackendConfig()
     with pytest.raises(TypeError, match="TorchInductorBackendConfig"):
         TorchInductorBackend({"mode": "default"})  # type: ignore[arg-type]
+
+
+def test_aot_eager_compiles_with_dynamo_and_matches_eager() -> None:
+    torch.manual_seed(0)
+    model, x = TinyMLP().eval(), torch.randn(8, 16)
+    backend = AotEagerBackend(AotEagerBackendConfig(dynamic=False))
+    assert backend.name == "aot_eager-static" and AotEagerBackend().name == "aot_eager"
+    compiled = backend.compile(model)
+    assert compiled is not model
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x))
+    assert backend.eager(model) is model
+
+
+def test_backends_refuse_another_backends_config() -> None:
+    with pytest.raises(TypeError, match="AotEagerBackend takes a AotEagerBackendConfig"):
+        AotEagerBackend(TorchInductorBackendConfig())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="OpenVINOBackend takes a OpenVINOBackendConfig"):
+        OpenVINOBackend(AotEagerBackendConfig())  # type: ignore[arg-type]
+
+
+def test_torchao_quantizes_a_copy_and_compiles_it() -> None:
+    pytest.importorskip("torchao")
+    torch.manual_seed(0)
+    model, x = TinyMLP().eval(), torch.randn(8, 16)
+    weight = model.a.weight
+    backend = TorchAOBackend(TorchAOBackendConfig("int8_weight_only"))
+    assert backend.name == "torchao-int8wo"
+    with torch.no_grad():
+        out = backend.compile(model)(x)
+        expected = model(x)
+    # int8 weights: close to the float model, not equal
+    torch.testing.assert_close(out, expected, atol=0.05, rtol=0.05)
+    assert model.a.weight is weight and type(weight) is torch.nn.Parameter
+    assert backend.eager(model) is model
+    with pytest.raises(TypeError, match=r"quantizes torch\.nn\.Module objects"):
+        backend.compile(lambda t: t)
+    with pytest.raises(ValueError, match="int8_weight_only quantized no weight of Conv2d"):
+        backend.compile(torch.nn.Conv2d(3, 3, 3))
+
+
+def test_openvino_compiles_and_matches_eager() -> None:
+    pytest.importorskip("openvino")
+    torch.manual_seed(0)
+    model, x = TinyMLP().eval(), torch.randn(8, 16)
+    # f32: openvino may infer in bf16 on cpus that have it
+    backend = OpenVINOBackend(OpenVINOBackendConfig(config={"INFERENCE_PRECISION_HINT": "f32"}))
+    assert backend.name == "openvino-INFERENCE_PRECISION_HINT=f32"
+    with torch.no_grad():
+        torch.testing.assert_close(backend.compile(model)(x), model(x))
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            OpenVINOBackendConfig(config={"PERFORMANCE_HINTS": "LATENCY"}),
+            r"OpenVINO device CPU does not support the property 'PERFORMANCE_HINTS'; "
+            r"did you mean 'PERFORMANCE_HINT'\?",
+        ),
+        (OpenVINOBackendConfig(device="NPU"), r"OpenVINO device 'NPU' is not available here"),
+    ],
+)
+def test_openvino_refuses_what_it_would_silently_ignore(
+    config: OpenVINOBackendConfig, message: str
+) -> None:
+    pytest.importorskip("openvino")
+    with pytest.raises(ValueError, match=message):
+        OpenVINOBackend(config).compile(TinyMLP())
+
+
+class _FailsInOpenVINO(torch.nn.Module):
+    """Logs what OpenVINO's backend logs when it gives up on a graph and falls back."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        import logging
+
+        logging.getLogger("openvino.frontend.pytorch.torchdynamo.backend").debug(
+            "Failed in OpenVINO execution: simulated"
+        )
+        return x + 1
+
+
+def test_openvino_fallback_to_another_compiler_is_an_error() -> None:
+    pytest.importorskip("openvino")
+    compiled = OpenVINOBackend().compile(_FailsInOpenVINO())
+    with pytest.raises(RuntimeError, match=r"OpenVINO failed .* fell back .*: Failed in OpenVINO"):
+        compiled(torch.randn(4))

@@ -252,3 +252,36 @@ def test_a_version_1_file_is_read_as_one_run_per_case_and_rewritten_as_version_2
     data = json.loads(path.read_text())
     assert data["version"] == VERSION == 2
     assert data["cases"]["t"]["runs"][0]["timing"]["median"] == 0.002
+
+
+def test_backend_and_fingerprint_round_trip_and_older_entries_load(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    fingerprint = {"torch": "2.13.0+cpu", "cpu": "AMD EPYC", "threads": 1, "runner": "ci-7"}
+    tagged = BaselineEntry(
+        runs=entry().runs,
+        graph_breaks=0,
+        recompiles=0,
+        backend="aot_eager",
+        fingerprint=fingerprint,
+    )
+    save_baselines(path, {"new": tagged})
+    data = json.loads(path.read_text())
+    # an entry written before backends and fingerprints existed
+    old = dict(data["cases"]["new"])
+    del old["backend"], old["fingerprint"]
+    data["cases"]["old"] = old
+    path.write_text(json.dumps(data))
+    loaded = load_baselines(path)
+    assert loaded["new"] == tagged and loaded["new"].fingerprint["runner"] == "ci-7"
+    assert (loaded["old"].backend, dict(loaded["old"].fingerprint)) == (None, {})
+
+
+def test_a_fingerprint_that_is_not_an_object_makes_its_entry_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry(), "b": entry()})
+    data = json.loads(path.read_text())
+    data["cases"]["a"]["fingerprint"] = ["cpu"]
+    path.write_text(json.dumps(data))
+    found = read_baselines(path)
+    assert list(found.entries) == ["b"]
+    assert found.skipped == {"a": "case 'a': 'fingerprint' must be an object"}

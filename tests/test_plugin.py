@@ -498,8 +498,9 @@ def test_bad_marker_arguments_are_collection_errors(pytester: pytest.Pytester, r
     result.stdout.fnmatch_lines(["*4 errors*"])
     result.stdout.fnmatch_lines(
         [
-            "*test_dict: tweak_configs takes TorchInductorBackendConfig objects, got {'mode': "
-            "'default'} (dict)",
+            "*test_dict: tweak_configs takes TorchInductorBackendConfig objects or configs of "
+            "other registered backends, got {'mode': 'default'} (dict); known backends and "
+            "their config types: inductor (TorchInductorBackendConfig), eager*",
             "*test_duplicate: tweak_configs has two configs with the id 'default'*",
             "*test_empty: tweak_configs() needs at least one config",
             "*test_kwargs: tweak_configs takes configs as positional arguments, got keyword(s) "
@@ -571,8 +572,11 @@ def test_benchmark_json_holds_every_case_with_tweak_metrics(
     assert (info["graph_breaks"], info["recompiles"], info["verdict"]["status"]) == (0, 0, "new")
     assert info["timing"]["n"] >= 5 and info["normalized"]["median"] > 0
     assert info["speedup"]["median"] > 0 and info["phases"]["measure_s"] > 0
-    # the plugin's own time in tweak.benchmark(), outside compile, measurement and the move
-    assert 0 <= info["phases"]["own_s"] < 0.5 and info["phases"]["move_s"] >= 0
+    # the plugin's own time in tweak.benchmark(), outside compile, measurement and the move;
+    # the first case of a run also pays for first-use imports
+    assert info["phases"]["own_s"] >= 0 and info["phases"]["move_s"] >= 0
+    later = benchmarks["test_tinynet_speed[cpu-autocast-bf16]"]["extra_info"]["tweak"]
+    assert 0 <= later["phases"]["own_s"] < 0.5
     assert info["graph_count"] == 1 and info["compile_time_s"] > 0
     stats = benchmarks["test_tinynet_speed[cpu-default]"]["stats"]
     assert stats["rounds"] >= 5 and stats["median"] > 0

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import torch
 from models import PrintBreak, TinyMLP
 
 from pytest_tweak import (
+    Backend,
     BestOfStrategy,
     EagerBackend,
     MeasureSettings,
@@ -64,3 +67,18 @@ def test_strategies_check_their_input() -> None:
         OneBackendStrategy("inductor")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tune takes a Module"):
         tune(TinyMLP(), torch.randn(1, 16))  # type: ignore[arg-type]
+
+
+def test_best_of_compares_the_seeds_other_backends() -> None:
+    """The seed's comparison: inductor against the backends that install here."""
+    from pytest_tweak import AotEagerBackend, OpenVINOBackend, TorchAOBackend
+
+    torch.manual_seed(0)
+    model, x = TinyMLP().eval(), torch.randn(8, 16)
+    backends: list[Backend] = [TorchInductorBackend(), AotEagerBackend()]
+    backends += [TorchAOBackend()] if importlib.util.find_spec("torchao") else []
+    backends += [OpenVINOBackend()] if importlib.util.find_spec("openvino") else []
+    with torch.no_grad():
+        result = tune(Module(model, "tiny", BestOfStrategy(backends)), x, settings=QUICK)
+    assert set(result.measurements) == {b.name for b in backends}, result.errors
+    assert result.winner in backends

@@ -1,0 +1,91 @@
+"""The environment fingerprint: what a timing depends on besides the code.
+
+A baseline timed on one machine, torch release or thread count says little about another.
+`base_fingerprint` records the usual suspects; plugins add their own fields through the
+``pytest_tweak_fingerprint`` hook. The result is stored with each saved baseline entry, put
+into pytest-benchmark's JSON (``extra_info["tweak"]["fingerprint"]``) and printed under the
+tweak summary; `differences` names what changed since a baseline was recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["base_fingerprint", "check_fingerprint", "differences", "render_fingerprint"]
+
+
+def _cpu_name() -> str:
+    """The cpu model (``model name`` in /proc/cpuinfo where there is one)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def base_fingerprint(devices: Sequence[str], cpu_threads: int | None) -> dict[str, Any]:
+    """The environment of this run.
+
+    Args:
+        devices: The selected device types; an available accelerator adds its device name.
+        cpu_threads: The intra-op threads cpu cases use (``None``: torch's own setting).
+
+    Returns:
+        ``python``, ``torch``, ``platform``, ``cpu``, ``cpu_count``, ``threads``, and
+        ``cuda``/``xpu`` device names for the selected accelerators that are available.
+    """
+    import torch
+
+    from .devices import availability
+
+    fingerprint: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": str(torch.__version__),
+        "platform": platform.platform(),
+        "cpu": _cpu_name(),
+        "cpu_count": os.cpu_count(),
+        "threads": cpu_threads or torch.get_num_threads(),
+    }
+    for device in devices:
+        if device == "cpu" or not availability(device).available:
+            continue
+        module = torch.get_device_module(device)
+        fingerprint[device] = str(module.get_device_name(0))
+    return fingerprint
+
+
+def check_fingerprint(fingerprint: object) -> str | None:
+    """What is wrong with a (plugin-extended) fingerprint, or ``None`` when it is usable:
+    a dict with string keys and JSON values."""
+    if not isinstance(fingerprint, dict):
+        return f"the fingerprint must stay a dict, got {type(fingerprint).__name__}"
+    for key, value in fingerprint.items():
+        if not isinstance(key, str):
+            return f"fingerprint key {key!r} is not a string"
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            return f"fingerprint field {key!r} = {value!r} is not JSON data ({exc})"
+    return None
+
+
+def differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """``key: old -> new`` for each field both have and that differs."""
+    return [
+        f"{key}: {baseline[key]!r} -> {current[key]!r}"
+        for key in sorted(baseline.keys() & current.keys())
+        if baseline[key] != current[key]
+    ]
+
+
+def render_fingerprint(fingerprint: Mapping[str, Any]) -> str:
+    """One line: ``key=value`` pairs in the fingerprint's order."""
+    return ", ".join(f"{key}={value}" for key, value in fingerprint.items())

@@ -1,0 +1,54 @@
+"""The environment fingerprint: its base fields, checks on what plugins add, differences."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import pytest
+import torch
+
+from pytest_tweak.fingerprint import (
+    base_fingerprint,
+    check_fingerprint,
+    differences,
+    render_fingerprint,
+)
+
+
+def test_base_fingerprint_names_the_environment_and_is_json() -> None:
+    fingerprint = base_fingerprint(("cpu",), cpu_threads=3)
+    assert fingerprint["torch"] == torch.__version__
+    assert fingerprint["python"] == platform.python_version()
+    assert fingerprint["threads"] == 3 and fingerprint["cpu"]
+    assert set(fingerprint) == {"python", "torch", "platform", "cpu", "cpu_count", "threads"}
+    json.dumps(fingerprint)
+    assert base_fingerprint(("cpu",), None)["threads"] == torch.get_num_threads()
+
+
+def test_unavailable_accelerators_add_no_field() -> None:
+    if torch.cuda.is_available():
+        pytest.skip("cuda is available here")
+    assert "cuda" not in base_fingerprint(("cpu", "cuda"), None)
+
+
+@pytest.mark.parametrize(
+    ("fingerprint", "problem"),
+    [
+        ({"a": 1, "b": [1, "x"], "c": None}, None),
+        ([("a", 1)], "the fingerprint must stay a dict, got list"),
+        ({1: "a"}, "fingerprint key 1 is not a string"),
+        ({"when": {1, 2}}, "fingerprint field 'when' = {1, 2} is not JSON data"),
+        ({"x": float("nan")}, "fingerprint field 'x' = nan is not JSON data"),
+    ],
+)
+def test_check_fingerprint(fingerprint: object, problem: str | None) -> None:
+    found = check_fingerprint(fingerprint)
+    assert found == problem if problem is None else found is not None and problem in found
+
+
+def test_differences_name_the_changed_shared_fields() -> None:
+    old = {"torch": "2.12", "cpu": "A", "gone": 1}
+    new = {"torch": "2.13", "cpu": "A", "added": 2}
+    assert differences(old, new) == ["torch: '2.12' -> '2.13'"]
+    assert render_fingerprint({"torch": "2.13", "threads": 2}) == "torch=2.13, threads=2"
