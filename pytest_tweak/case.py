@@ -9,18 +9,43 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
 
+from .accuracy import Accuracy, compare_outputs
 from .backends import Backend
-from .counters import BreakReason, Recompile, read_counts, reset_dynamo
+from .counters import (
+    BreakReason,
+    CacheUse,
+    CompileTimes,
+    Recompile,
+    cold_caches,
+    read_counts,
+    reset_dynamo,
+)
 from .devices import make_synchronizer, to_device
-from .measure import Measurement, MeasureSettings, make_timer, measure, reference_workload
+from .measure import (
+    CaseChecks,
+    Measurement,
+    MeasureSettings,
+    make_timer,
+    measure,
+    reference_workload,
+)
+from .memory import peak_memory
 from .stats import Summary
 
-__all__ = ["BenchmarkResult", "CaseError", "LocalRunner", "Phases", "Runner", "run_case"]
+__all__ = [
+    "BenchmarkResult",
+    "CaseChecks",
+    "CaseError",
+    "LocalRunner",
+    "Phases",
+    "Runner",
+    "run_case",
+]
 
 
 class CaseError(RuntimeError):
@@ -93,8 +118,21 @@ class BenchmarkResult:
         recompile_reasons: The failed guard of each recompile.
         recompile_limit_hit: Dynamo reached its recompile limit and ran a frame in eager.
         graph_count: FX graphs compiled.
-        compile_time_s: Wall time of the first call, which compiles.
-        output: What the first call returned.
+        compile_time_s: Wall time of the first call, which compiles (with several input
+            sets: the first pass over all of them, recompiles included).
+        output: What the first call returned (with several input sets: a list, one output
+            per set).
+        compile_times: Compile time split into dynamo's and inductor's share, as torch
+            reports it.
+        compile_cache: Whether inductor's FX-graph cache served the compile (``.state``:
+            ``hit``, ``miss``, ``partial``, ``none``).
+        cold_compile: The case compiled against empty caches (``--tweak-cold-compile``).
+        recompile_limit_frames: The frames that hit the recompile limit.
+        peak_memory_bytes: Peak bytes one compiled call allocated beyond what was allocated
+            before it (see `pytest_tweak.memory`); ``None`` when not measured.
+        eager_peak_memory_bytes: The same for the eager model; ``None`` when not measured.
+        accuracy: The compiled output against eager's; ``None`` when not compared.
+        input_sets: Input sets one call runs through.
     """
 
     backend: str
@@ -118,6 +156,14 @@ class BenchmarkResult:
     graph_count: int
     compile_time_s: float
     output: Any = None
+    compile_times: CompileTimes = field(default_factory=CompileTimes)
+    compile_cache: CacheUse = field(default_factory=CacheUse)
+    cold_compile: bool = False
+    recompile_limit_frames: tuple[str, ...] = ()
+    peak_memory_bytes: int | None = None
+    eager_peak_memory_bytes: int | None = None
+    accuracy: Accuracy | None = None
+    input_sets: int = 1
 
 
 def run_case(
@@ -129,20 +175,33 @@ def run_case(
     device: torch.device,
     settings: MeasureSettings,
     runner: Runner,
+    checks: CaseChecks | None = None,
+    inputs: Sequence[Any] | None = None,
 ) -> BenchmarkResult:
-    """Move to ``device``, compile with ``backend``, warm up, time, and count dynamo's work.
+    """Move to ``device``, compile with ``backend``, check, warm up, time, and count dynamo's
+    work.
 
     Dynamo is reset first, so the counts and compiled code of an earlier case never leak into
     this one. Graph breaks and recompiles are counted over the whole case: the compiling call,
     the warm-up and the timed samples (the eager and reference companions do not compile).
 
+    With ``inputs``, ``args`` is ignored and one call runs the model on every input set in
+    turn: each element of ``inputs`` is a tuple of positional arguments, or else the one
+    argument; ``kwargs`` go to every call. Recompiles between the sets are what dynamic shapes
+    are about.
+
     Raises:
         CaseError: compiling or running the model failed.
     """
+    checks = checks if checks is not None else CaseChecks()
+    sets = [tuple(args)] if inputs is None else [_as_args(item) for item in inputs]
+    if not sets:
+        raise CaseError("inputs is empty: give at least one input set")
     model = to_device(model, device)
-    args = to_device(tuple(args), device)
+    sets = [to_device(s, device) for s in sets]
     kwargs = to_device(dict(kwargs), device)
     sync = make_synchronizer(device)
+    single = inputs is None
 
     # inductor builds the cpu thread count into its kernels: set it before compiling
     threads = settings.cpu_threads if device.type == "cpu" else None
@@ -150,26 +209,46 @@ def run_case(
     compiled: Callable[..., Any] = model
     compile_time_s = 0.0
 
+    def run_all(target: Callable[..., Any]) -> Any:
+        if single:
+            return target(*sets[0], **kwargs)
+        return [target(*s, **kwargs) for s in sets]
+
     def call() -> Any:
-        return compiled(*args, **kwargs)
+        return run_all(compiled)
 
     def first_call() -> Any:
         nonlocal compile_time_s
         start = time.perf_counter()
-        out = call()
+        with cold_caches() if checks.cold else contextlib.nullcontext():
+            out = call()
         sync()
         compile_time_s = time.perf_counter() - start
         return out
 
+    eager_of = getattr(backend, "eager", None)
+    eager_model = None if eager_of is None else eager_of(model, device)
     measurement: Measurement | None = None
+    accuracy: Accuracy | None = None
+    memory: tuple[int | None, int | None] = (None, None)
     try:
         with _torch_threads(threads):
             compiled = backend.compile(model, device)
-            if runner.disabled:
-                output = runner.run_once(first_call)
-            else:
-                output = first_call()
-                measurement = _measure(call, model, args, kwargs, backend, device, settings)
+            output = runner.run_once(first_call) if runner.disabled else first_call()
+            if checks.accuracy and eager_model is not None:
+                accuracy = _accuracy(output, lambda: run_all(eager_model), backend, device, checks)
+            if not runner.disabled:
+                eager_call = (
+                    (lambda: run_all(eager_model))
+                    if settings.eager and eager_model is not None
+                    else None
+                )
+                measurement = _measure(call, eager_call, device, settings)
+                if checks.memory:
+                    memory = (
+                        peak_memory(call, device),
+                        None if eager_call is None else peak_memory(eager_call, device),
+                    )
     except Exception as exc:
         raise CaseError(_describe_failure(backend, device, exc)) from exc
     counts = read_counts()
@@ -190,6 +269,41 @@ def run_case(
         graph_count=counts.graph_count,
         compile_time_s=compile_time_s,
         output=output,
+        compile_times=counts.compile_times,
+        compile_cache=counts.cache,
+        cold_compile=checks.cold,
+        recompile_limit_frames=counts.limit_frames,
+        peak_memory_bytes=memory[0],
+        eager_peak_memory_bytes=memory[1],
+        accuracy=accuracy,
+        input_sets=len(sets),
+    )
+
+
+def _as_args(item: Any) -> tuple[Any, ...]:
+    return item if isinstance(item, tuple) else (item,)
+
+
+def _accuracy(
+    output: Any,
+    eager_call: Callable[[], Any],
+    backend: Backend,
+    device: torch.device,
+    checks: CaseChecks,
+) -> Accuracy:
+    """The compiled output against eager's; not compared when eager itself is not repeatable
+    (random ops such as dropout in training mode, or state the model changes as it runs)."""
+    autocast_of = getattr(backend, "autocast_dtype", None)
+    autocast = None if autocast_of is None else autocast_of(device)
+    expected = eager_call()
+    again = eager_call()
+    if not compare_outputs(again, expected, autocast_dtype=autocast).ok:
+        return Accuracy.not_checked(
+            "the eager model's output changes from call to call (random ops such as dropout "
+            "in training mode, or state the model changes as it runs)"
+        )
+    return compare_outputs(
+        output, expected, autocast_dtype=autocast, rtol=checks.rtol, atol=checks.atol
     )
 
 
@@ -230,20 +344,15 @@ def _no_figures(compile_time_s: float) -> dict[str, Any]:
 
 def _measure(
     call: Callable[[], Any],
-    model: Callable[..., Any],
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    backend: Backend,
+    eager_call: Callable[[], Any] | None,
     device: torch.device,
     settings: MeasureSettings,
 ) -> Measurement:
     workloads: dict[str, Callable[[], Any]] = {"case": call}
     if settings.reference:
         workloads["reference"] = reference_workload(device)
-    eager_of = getattr(backend, "eager", None)
-    if settings.eager and eager_of is not None:
-        eager_model = eager_of(model, device)
-        workloads["eager"] = lambda: eager_model(*args, **kwargs)
+    if eager_call is not None:
+        workloads["eager"] = eager_call
     primary = ("case", "reference") if settings.reference else ("case", None)
     return measure(workloads, make_timer(device), settings, primary=primary)
 

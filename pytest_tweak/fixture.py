@@ -13,10 +13,11 @@ from .backends import TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
 from .config import TorchInductorBackendConfig
 from .devices import to_device
+from .logs import capture_torch_logs
 from .report import failure_message
 from .session import CaseRecord, TweakSession
 from .stats import Summary
-from .verdict import Change, Verdict
+from .verdict import Change, Limits, Verdict
 
 __all__ = ["TweakFixture"]
 
@@ -88,9 +89,11 @@ class TweakFixture:
         session: TweakSession,
         device: str,
         config: TorchInductorBackendConfig,
+        limits: Limits | None = None,
     ) -> None:
         self._request = request
         self._session = session
+        self._limits = limits if limits is not None else session.options.limits
         self.device = torch.device(device)
         self.config = config
         self.backend = TorchInductorBackend(config)
@@ -104,12 +107,43 @@ class TweakFixture:
         return self.backend.compile(to_device(model, self.device), self.device)
 
     def benchmark(self, model: Callable[..., Any], *args: Any, **kwargs: Any) -> BenchmarkResult:
-        """Compile, warm up and time ``model(*args, **kwargs)`` on this case's device.
+        """Compile, check, warm up and time ``model(*args, **kwargs)`` on this case's device.
 
         Tensors in the arguments are moved to the device. Graph breaks and recompiles are
-        counted from dynamo. When the case has a baseline, a regression fails the test here.
-        Can be called once per test (pytest-benchmark records one benchmark per test).
+        counted from dynamo; the first output is compared with the eager model's. A case over
+        its limits, or wrong against eager, fails the test here; so does a regression against
+        its baseline. Can be called once per test (pytest-benchmark records one benchmark per
+        test).
         """
+        return self._run(model, args, kwargs, None)
+
+    def benchmark_inputs(
+        self, model: Callable[..., Any], inputs: Sequence[Any], **kwargs: Any
+    ) -> BenchmarkResult:
+        """Like `benchmark`, over several input sets: one call runs the model on each in turn.
+
+        Each element of ``inputs`` is a tuple of positional arguments, or else the one
+        argument; ``kwargs`` go to every call. Recompiles between the sets are counted, so
+        ``tweak.benchmark_inputs(model, [torch.randn(b, 64) for b in (2, 8, 32)])`` shows what
+        ``dynamic=True``, ``None`` or ``False`` does with changing batch sizes. The timings are
+        per pass over all the sets; ``result.output`` is the list of the outputs.
+        """
+        if isinstance(inputs, (torch.Tensor, str, bytes)) or not isinstance(inputs, Sequence):
+            raise TypeError(
+                "benchmark_inputs takes a list of input sets (each a tuple of arguments, or one "
+                f"argument), got {type(inputs).__name__}"
+            )
+        if not inputs:
+            raise ValueError("benchmark_inputs needs at least one input set")
+        return self._run(model, (), kwargs, list(inputs))
+
+    def _run(
+        self,
+        model: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        inputs: list[Any] | None,
+    ) -> BenchmarkResult:
         if self.result is not None:
             raise RuntimeError(
                 "tweak.benchmark() can be called once per test; write one test per model"
@@ -117,22 +151,34 @@ class TweakFixture:
         benchmark = self._request.getfixturevalue("benchmark")
         runner = _PedanticRunner(benchmark)
         nodeid = self._request.node.nodeid
-        try:
-            result = run_case(
-                model,
-                args,
-                kwargs,
-                backend=self.backend,
-                device=self.device,
-                settings=self._session.options.settings,
-                runner=runner,
+        options = self._session.options
+        with capture_torch_logs(options.logs) as logs:
+            try:
+                result = run_case(
+                    model,
+                    args,
+                    kwargs,
+                    backend=self.backend,
+                    device=self.device,
+                    settings=options.settings,
+                    runner=runner,
+                    checks=options.checks,
+                    inputs=inputs,
+                )
+            except CaseError as exc:
+                error: CaseError | None = exc
+            else:
+                error = None
+        if options.logs:
+            self._request.node.add_report_section(
+                "call", "tweak logs", logs.text or "(torch logged nothing)"
             )
-        except CaseError as exc:
-            pytest.fail(f"pytest-tweak: {exc}", pytrace=False)
+        if error is not None:
+            pytest.fail(f"pytest-tweak: {error}", pytrace=False)
         self.result = result
         benchmark.extra_info["tweak"] = _extra_info(self, result)
         session = self._session
-        verdict = session.judge(nodeid, result, compare=not runner.disabled)
+        verdict = session.judge(nodeid, result, compare=not runner.disabled, limits=self._limits)
         session.add(
             CaseRecord(
                 nodeid=nodeid,
@@ -166,6 +212,15 @@ def _extra_info(fixture: TweakFixture, result: BenchmarkResult) -> dict[str, Any
         "recompile_reasons": [str(r) for r in result.recompile_reasons],
         "graph_count": result.graph_count,
         "compile_time_s": result.compile_time_s,
+        "compile_times": result.compile_times.as_dict(),
+        "compile_cache": result.compile_cache.as_dict(),
+        "cold_compile": result.cold_compile,
+        "recompile_limit_hit": result.recompile_limit_hit,
+        "recompile_limit_frames": list(result.recompile_limit_frames),
+        "peak_memory_bytes": result.peak_memory_bytes,
+        "eager_peak_memory_bytes": result.eager_peak_memory_bytes,
+        "accuracy": None if result.accuracy is None else result.accuracy.as_dict(),
+        "input_sets": result.input_sets,
         "phases": result.phases.as_dict(),
         "iterations": result.iterations,
         "stopped": result.stopped,
@@ -192,5 +247,6 @@ def _verdict_info(verdict: Verdict) -> dict[str, Any]:
         "change": change(verdict.change),
         "speedup": change(verdict.speedup),
         "problems": list(verdict.problems),
+        "failures": list(verdict.failures),
         "notes": list(verdict.notes),
     }

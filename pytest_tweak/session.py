@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .baselines import BaselineEntry, RunRecord, load_baselines, save_baselines
-from .measure import MeasureSettings
-from .verdict import Judging, Status, Verdict, judge
+from .measure import CaseChecks, MeasureSettings
+from .verdict import Judging, Limits, Status, Verdict, case_failures, judge
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
@@ -27,6 +27,9 @@ class TweakOptions:
     judging: Mapping[str, Judging]  # per device type
     append: bool = False
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    checks: CaseChecks = field(default_factory=CaseChecks)
+    limits: Limits = field(default_factory=Limits)  # the defaults; a marker overrides them
+    logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
 
 
 @dataclass
@@ -56,17 +59,37 @@ class TweakSession:
         """Read the baseline file (`BaselineError` when it is broken)."""
         self.baselines = load_baselines(self.options.baseline_path)
 
-    def judge(self, nodeid: str, result: BenchmarkResult, *, compare: bool) -> Verdict:
-        """The verdict for a case; not compared when saving, timing is off, or told so."""
+    def judge(
+        self,
+        nodeid: str,
+        result: BenchmarkResult,
+        *,
+        compare: bool,
+        limits: Limits | None = None,
+    ) -> Verdict:
+        """The verdict for a case; not compared with its baseline when saving, timing is off,
+        or told so, but always held to its ``limits`` and to accuracy against eager."""
+        accuracy = result.accuracy
+        failures = case_failures(
+            limits if limits is not None else self.options.limits,
+            graph_breaks=result.graph_breaks,
+            recompiles=result.recompiles,
+            accuracy_problem=None if accuracy is None or accuracy.ok else accuracy.describe(),
+        )
         run = run_record(result)
         if self.options.save or not compare or run is None:
-            return Verdict(Status.NOT_COMPARED)
+            status = Status.FAILED if failures else Status.NOT_COMPARED
+            return Verdict(status, failures=failures)
         return judge(
             self.baselines.get(nodeid),
             run,
             graph_breaks=result.graph_breaks,
             recompiles=result.recompiles,
             judging=self.options.judging[result.device.type],
+            compile_time_s=result.compile_time_s,
+            compile_cache=result.compile_cache.state,
+            peak_memory_bytes=result.peak_memory_bytes,
+            failures=failures,
         )
 
     def add(self, record: CaseRecord) -> None:
@@ -91,6 +114,8 @@ class TweakSession:
                 device=record.device,
                 config=record.config,
                 torch=str(torch.__version__),
+                compile_cache=result.compile_cache.state,
+                peak_memory_bytes=result.peak_memory_bytes,
             )
         return entries
 

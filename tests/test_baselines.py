@@ -222,3 +222,27 @@ def test_a_version_1_file_is_read_as_one_run_per_case_and_rewritten_as_version_2
     data = json.loads(path.read_text())
     assert data["version"] == VERSION == 2
     assert data["cases"]["t"]["runs"][0]["timing"]["median"] == 0.002
+
+
+def test_compile_cache_and_peak_memory_are_optional_fields(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    with_fields = BaselineEntry(
+        runs=(RunRecord(timing=Summary(5, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 0.01)),),
+        graph_breaks=0,
+        recompiles=0,
+        compile_time_s=3.0,
+        compile_cache="hit",
+        peak_memory_bytes=4096,
+    )
+    save_baselines(path, {"a": with_fields})
+    assert load_baselines(path)["a"] == with_fields
+    # an entry written before these fields existed is read with them unset
+    data = json.loads(path.read_text())
+    del data["cases"]["a"]["compile_cache"], data["cases"]["a"]["peak_memory_bytes"]
+    path.write_text(json.dumps(data))
+    old = load_baselines(path)["a"]
+    assert (old.compile_cache, old.peak_memory_bytes) == (None, None)
+    data["cases"]["a"]["peak_memory_bytes"] = -1
+    path.write_text(json.dumps(data))
+    with pytest.raises(BaselineError, match="'peak_memory_bytes' must be an integer >= 0"):
+        load_baselines(path)
