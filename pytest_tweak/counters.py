@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -68,8 +69,14 @@ class BreakReason:
 
     @property
     def summary(self) -> str:
-        """The first line of the reason."""
-        return self.reason.strip().splitlines()[0] if self.reason.strip() else "<no reason>"
+        """The first line of the reason, with dynamo's internal wording for a branch on a
+        tensor's value (``generic_jump TensorVariable()``) said in words."""
+        if not self.reason.strip():
+            return "<no reason>"
+        first = self.reason.strip().splitlines()[0]
+        if first.startswith("generic_jump"):
+            return f"Data-dependent branching: Python control flow on a tensor's value ({first})"
+        return first
 
     def __str__(self) -> str:
         code = f" `{self.line.strip()}`" if self.line else ""
@@ -279,8 +286,10 @@ def _short_path(filename: str) -> str:
 
 
 def _first_line(text: str) -> str:
+    """The first line, without dynamo's ``frame/compile:`` id (``0/1: tensor 'x' ...``)."""
     lines = text.strip().splitlines()
-    return lines[0] if lines else text
+    first = lines[0] if lines else text
+    return re.sub(r"^\d+/\d+: ", "", first)
 
 
 def _frame_name(metric: Any) -> str:

@@ -29,9 +29,28 @@ class CapturedLogs:
         return self._stream.getvalue()
 
 
+class _ArtifactFilter(logging.Filter):
+    """Keep the records of the requested artifacts (loggers named ``<module>.__<artifact>``),
+    each once, and prefix them with the artifact's name as ``TORCH_LOGS`` does."""
+
+    def __init__(self, artifacts: Sequence[str]) -> None:
+        super().__init__()
+        self._suffixes = {f"__{name}" for name in artifacts}
+        self._seen: set[int] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        suffix = record.name.rsplit(".", 1)[-1]
+        if suffix not in self._suffixes or id(record) in self._seen:
+            return False
+        self._seen.add(id(record))
+        record.artifact = suffix
+        return True
+
+
 @contextlib.contextmanager
 def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
-    """Turn on ``artifacts`` and capture what torch logs; nothing happens without any."""
+    """Turn on ``artifacts`` and capture what torch logs for them; nothing happens without
+    any."""
     captured = CapturedLogs()
     if not artifacts:
         yield captured
@@ -42,17 +61,19 @@ def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
     set_logs: Callable[..., None] = torch._logging.set_logs  # type: ignore[attr-defined]
     set_logs(**dict.fromkeys(artifacts, True))
     handler = logging.StreamHandler(captured._stream)
+    handler.addFilter(_ArtifactFilter(artifacts))
+    handler.setFormatter(logging.Formatter("[%(artifact)s] %(message)s"))
     swapped: list[tuple[logging.Logger, list[logging.Handler]]] = []
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
         if not isinstance(logger, logging.Logger) or not logger.handlers:
             continue
         if name != "torch" and not name.startswith("torch."):
             continue
-        formatter = logger.handlers[0].formatter
-        if formatter is not None and handler.formatter is None:
-            handler.setFormatter(formatter)
         swapped.append((logger, list(logger.handlers)))
-        logger.handlers = [handler]
+        # torch's own stderr handlers (plain StreamHandlers) give way to ours for the case;
+        # anything else (pytest's log capture) stays
+        kept = [h for h in logger.handlers if type(h) is not logging.StreamHandler]
+        logger.handlers = [*kept, handler]
     try:
         yield captured
     finally:
