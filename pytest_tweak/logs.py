@@ -77,6 +77,6 @@ def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
     try:
         yield captured
     finally:
-        for logger, handlers in swapped:
+        set_logs()  # torch's default levels and handlers ...
+        for logger, handlers in swapped:  # ... and exactly the handlers there were before
             logger.handlers = handlers
-        set_logs()

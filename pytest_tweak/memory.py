@@ -20,7 +20,10 @@ The profiler's raw event list (``prof.profiler.kineto_results.events()``, each w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -54,10 +57,19 @@ def peak_memory(call: Callable[[], Any], device: torch.device, module: Any = Non
 def _cpu_peak(call: Callable[[], Any]) -> int:
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    # kineto prints a line to the process's stderr as it starts and stops; only those two
+    # steps are silenced, never the call
+    with _quiet_stderr():
+        prof.start()
+    try:
         result = call()
         del result
-    events = prof.profiler.kineto_results.events()
+    finally:
+        with _quiet_stderr():
+            prof.stop()
+    recorded: Any = prof.profiler  # the autograd profiler holding kineto's raw results
+    events = recorded.kineto_results.events()
     cpu = torch._C._autograd.DeviceType.CPU
     changes = sorted(
         (event.start_ns(), int(event.nbytes()))
@@ -69,3 +81,21 @@ def _cpu_peak(call: Callable[[], Any]) -> int:
         running += nbytes
         peak = max(peak, running)
     return peak
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to the null device for the duration."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no file descriptor 2 (embedded interpreters)
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
