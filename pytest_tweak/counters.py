@@ -245,9 +245,11 @@ def _compile_times(metrics: list[Any]) -> CompileTimes:
 def cold_caches() -> Iterator[None]:
     """Compile against empty, temporary on-disk caches and cleared in-memory ones, so the
     compile time measured is that of a first compile on a fresh machine."""
-    from torch._inductor.utils import fresh_cache
+    import torch._inductor.utils as inductor_utils
 
-    with fresh_cache():
+    # ``fresh_inductor_cache`` before torch 2.8
+    fresh = getattr(inductor_utils, "fresh_cache", None) or inductor_utils.fresh_inductor_cache
+    with fresh():
         yield
 
 
