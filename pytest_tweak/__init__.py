@@ -10,6 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # explicit re-exports, for type checkers
+    from .accuracy import Accuracy as Accuracy
+    from .accuracy import Tolerance as Tolerance
     from .backends import Backend as Backend
     from .backends import EagerBackend as EagerBackend
     from .backends import TorchInductorBackend as TorchInductorBackend
@@ -17,6 +19,8 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .case import CaseError as CaseError
     from .config import TorchInductorBackendConfig as TorchInductorBackendConfig
     from .counters import BreakReason as BreakReason
+    from .counters import CacheUse as CacheUse
+    from .counters import CompileTimes as CompileTimes
     from .counters import Recompile as Recompile
     from .fixture import TweakFixture as TweakFixture
     from .measure import MeasureSettings as MeasureSettings
@@ -30,6 +34,8 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Accuracy": "accuracy",
+    "Tolerance": "accuracy",
     "Backend": "backends",
     "EagerBackend": "backends",
     "TorchInductorBackend": "backends",
@@ -37,6 +43,8 @@ _EXPORTS = {
     "CaseError": "case",
     "TorchInductorBackendConfig": "config",
     "BreakReason": "counters",
+    "CacheUse": "counters",
+    "CompileTimes": "counters",
     "Recompile": "counters",
     "MeasureSettings": "measure",
     "Summary": "stats",
