@@ -7,6 +7,7 @@ and by `tune`; a `Runner` says whether timing is on and where the samples go.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 import torch
 
 from .accuracy import Accuracy, compare_outputs
-from .backends import Backend
+from .backends import Backend, TorchInductorBackend
 from .counters import (
     BreakReason,
     CacheUse,
@@ -205,6 +206,8 @@ def run_case(
 
     # inductor builds the cpu thread count into its kernels: set it before compiling
     threads = settings.cpu_threads if device.type == "cpu" else None
+    if isinstance(backend, TorchInductorBackend):
+        warm_up_compiler(device.type)
     reset_dynamo()
     compiled: Callable[..., Any] = model
     compile_time_s = 0.0
@@ -278,6 +281,18 @@ def run_case(
         accuracy=accuracy,
         input_sets=len(sets),
     )
+
+
+@functools.cache
+def warm_up_compiler(device_type: str) -> None:
+    """Pay the compiler's one-time costs in this process (imports, compile workers, device and
+    code-generation start-up, a few seconds) once, on a throw-away model, so that no case's
+    compile time depends on whether it happened to run first."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).to(device_type)
+    # only a warm-up: should it fail, the case's own compile reports what is wrong
+    with contextlib.suppress(Exception):
+        torch.compile(model)(torch.zeros(2, 4, device=device_type))
+    reset_dynamo()
 
 
 def _as_args(item: Any) -> tuple[Any, ...]:
