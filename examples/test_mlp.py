@@ -1,8 +1,10 @@
 """An MLP inference suite: the smallest realistic pytest-tweak performance test.
 
-Demonstrates: several compile configs on one test with ``@pytest.mark.tweak_configs``,
-asserting that the model compiles into a single graph with no recompiles, and checking the
-compiled output against eager (looser tolerance under bfloat16 autocast).
+Demonstrates: several compile configs on one test with ``@pytest.mark.tweak_configs``;
+demanding one graph with no graph breaks and no recompiles from the first run with
+``@pytest.mark.tweak_limits``; pytest-tweak's own check of the compiled output against eager
+(looser tolerances under bfloat16 autocast); and ``tweak.benchmark_inputs`` over several batch
+sizes to see what ``dynamic`` does.
 """
 
 from __future__ import annotations
@@ -50,19 +52,39 @@ class MLP(nn.Module):
 @pytest.mark.cpu
 @pytest.mark.cuda
 @pytest.mark.xpu
+@pytest.mark.tweak_limits(graph_breaks=0, recompiles=0)
 @pytest.mark.tweak_configs(*CONFIGS)
 def test_mlp_inference(tweak: TweakFixture) -> None:
-    """Time the MLP on each config; it must stay one graph and match eager."""
+    """Time the MLP on each config; it must stay one graph and match eager (both checked by
+    pytest-tweak: the limits above, and the accuracy check against the eager model)."""
     torch.manual_seed(0)
     model = MLP(IN_FEATURES, HIDDEN, OUT_FEATURES).to(tweak.device).eval()
     x = torch.randn(BATCH, IN_FEATURES, device=tweak.device)
 
     with torch.no_grad():
-        expected = model(x)
         result = tweak.benchmark(model, x)
 
-    assert result.graph_breaks == 0, result.break_reasons
-    assert result.recompiles == 0
     assert result.graph_count == 1
-    tolerance = 5e-2 if tweak.config.autocast_enabled else 1e-4
-    torch.testing.assert_close(result.output.float(), expected, atol=tolerance, rtol=tolerance)
+    assert result.accuracy is not None and result.accuracy.ok
+
+
+BATCH_SIZES = (8, 16, 64)
+
+
+@pytest.mark.cpu
+@pytest.mark.cuda
+@pytest.mark.xpu
+@pytest.mark.tweak_limits(recompiles=1)
+@pytest.mark.tweak_configs(TorchInductorBackendConfig(), TorchInductorBackendConfig(dynamic=True))
+def test_mlp_batch_sizes(tweak: TweakFixture) -> None:
+    """Several batch sizes in one case: automatic dynamic shapes recompile once (at the first
+    new size), ``dynamic=True`` never; ``dynamic=False`` would recompile for every size and
+    fail the limit."""
+    torch.manual_seed(0)
+    model = MLP(IN_FEATURES, HIDDEN, OUT_FEATURES).to(tweak.device).eval()
+    inputs = [torch.randn(b, IN_FEATURES, device=tweak.device) for b in BATCH_SIZES]
+
+    with torch.no_grad():
+        result = tweak.benchmark_inputs(model, inputs)
+
+    assert result.recompiles == (0 if tweak.config.dynamic else 1)

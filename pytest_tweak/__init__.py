@@ -10,6 +10,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # explicit re-exports, for type checkers
+    from .accuracy import Accuracy as Accuracy
+    from .accuracy import Tolerance as Tolerance
     from .backends import AotEagerBackend as AotEagerBackend
     from .backends import Backend as Backend
     from .backends import EagerBackend as EagerBackend
@@ -26,6 +28,8 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .config import TorchAOBackendConfig as TorchAOBackendConfig
     from .config import TorchInductorBackendConfig as TorchInductorBackendConfig
     from .counters import BreakReason as BreakReason
+    from .counters import CacheUse as CacheUse
+    from .counters import CompileTimes as CompileTimes
     from .counters import Recompile as Recompile
     from .fixture import TweakFixture as TweakFixture
     from .measure import MeasureSettings as MeasureSettings
@@ -45,6 +49,8 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "AotEagerBackend": "backends",
+    "Accuracy": "accuracy",
+    "Tolerance": "accuracy",
     "Backend": "backends",
     "EagerBackend": "backends",
     "OpenVINOBackend": "backends",
@@ -60,6 +66,8 @@ _EXPORTS = {
     "TorchAOBackendConfig": "config",
     "TorchInductorBackendConfig": "config",
     "BreakReason": "counters",
+    "CacheUse": "counters",
+    "CompileTimes": "counters",
     "Recompile": "counters",
     "MeasureSettings": "measure",
     "BackendSpec": "registry",

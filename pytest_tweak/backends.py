@@ -111,6 +111,12 @@ class TorchInductorBackend:
         dtype = _autocast_dtype(self.config, device)
         return _with_autocast(compiled, device.type, dtype)
 
+    def autocast_dtype(self, device: torch.device) -> torch.dtype | None:
+        """The dtype autocast runs in on ``device``; ``None`` without autocast."""
+        if not self.config.autocast_enabled:
+            return None
+        return _autocast_dtype(self.config, device)
+
     def eager(
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:

@@ -5,8 +5,9 @@ Format (JSON, keys sorted, two-space indent, one trailing newline)::
     {
       "cases": {
         "tests/perf/test_net.py::test_speed[cpu-default]": {
-          "compile_time_s": 3.1, "config": {...}, "device": "cpu",
-          "graph_breaks": 0, "graph_count": 1, "recompiles": 0, "torch": "2.13.0+cpu",
+          "compile_time_s": 3.1, "compile_cache": "hit", "config": {...}, "device": "cpu",
+          "graph_breaks": 0, "graph_count": 1, "peak_memory_bytes": 131072,
+          "recompiles": 0, "torch": "2.13.0+cpu",
           "backend": "inductor", "fingerprint": {"torch": "2.13.0+cpu", "cpu": ..., ...},
           "runs": [
             {"timing": SUMMARY, "normalized": SUMMARY, "speedup": SUMMARY}, ...
@@ -21,10 +22,12 @@ where each SUMMARY is ``{"n", "median", "q1", "q3", "min", "max", "log_sd"}`` of
 samples (`pytest_tweak.stats.Summary`): ``timing`` in seconds per call, ``normalized`` the
 case's time over the reference workload's, ``speedup`` eager over compiled. An entry holds one
 run, or several when runs are appended (``--tweak-save --tweak-append``): their spread is the
-between-run noise the verdict accounts for. ``backend`` (the registered backend name) and
-``fingerprint`` (the environment the entry was recorded in, `pytest_tweak.fingerprint`) are
-optional: files written before they existed load as they are. Version-1 files (one median
-per case) are read as one run each and rewritten as version 2 on the next save.
+between-run noise the verdict accounts for. ``backend`` (the registered backend name),
+``fingerprint`` (the environment the entry was recorded in, `pytest_tweak.fingerprint`),
+``compile_cache`` (``hit``, ``miss``, ``partial``, ``none``: how inductor's cache served the
+compile) and ``peak_memory_bytes`` are optional: an entry without them (written before they
+existed) loads as it is and is not gated on them. Version-1 files (one median per case) are
+read as one run each and rewritten as version 2 on the next save.
 
 A broken file is never written over: loading raises `BaselineError`, and `save_baselines`
 reads the file again right before writing, refuses if it is broken, and replaces it
@@ -130,6 +133,8 @@ class BaselineEntry:
     torch: str | None = None
     backend: str | None = None
     fingerprint: Mapping[str, Any] = field(default_factory=dict)
+    compile_cache: str | None = None
+    peak_memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if not self.runs:
@@ -157,6 +162,8 @@ class BaselineEntry:
             "torch": self.torch,
             "backend": self.backend,
             "fingerprint": dict(self.fingerprint),
+            "compile_cache": self.compile_cache,
+            "peak_memory_bytes": self.peak_memory_bytes,
         }
 
     @classmethod
@@ -173,6 +180,9 @@ class BaselineEntry:
         compile_time = data.get("compile_time_s")
         if compile_time is not None and not _is_number(compile_time):
             raise ValueError(f"{where}: 'compile_time_s' must be a number, got {compile_time!r}")
+        peak = data.get("peak_memory_bytes")
+        if peak is not None and (not isinstance(peak, int) or isinstance(peak, bool) or peak < 0):
+            raise ValueError(f"{where}: 'peak_memory_bytes' must be an integer >= 0, got {peak!r}")
         if not isinstance(data.get("config", {}), dict):
             raise ValueError(f"{where}: 'config' must be an object")
         if not isinstance(data.get("fingerprint") or {}, dict):
@@ -194,6 +204,8 @@ class BaselineEntry:
             torch=_optional_str(data.get("torch")),
             backend=_optional_str(data.get("backend")),
             fingerprint=dict(data.get("fingerprint") or {}),
+            compile_cache=_optional_str(data.get("compile_cache")),
+            peak_memory_bytes=peak,
             **counts,
         )
 

@@ -7,20 +7,39 @@ and by `tune`; a `Runner` says whether timing is on and where the samples go.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
 
-from .backends import Backend
-from .counters import BreakReason, Recompile, read_counts, reset_dynamo
+from .accuracy import Accuracy, compare_outputs
+from .backends import Backend, TorchInductorBackend
+from .counters import (
+    BreakReason,
+    CacheUse,
+    CompileTimes,
+    Recompile,
+    cold_caches,
+    read_counts,
+    reset_dynamo,
+)
 from .devices import make_synchronizer, release_memory, to_device
-from .measure import Instruments, Measurement, MeasureSettings, measure
+from .measure import CaseChecks, Instruments, Measurement, MeasureSettings, measure
+from .memory import peak_memory
 from .stats import Summary
 
-__all__ = ["BenchmarkResult", "CaseError", "LocalRunner", "Phases", "Runner", "run_case"]
+__all__ = [
+    "BenchmarkResult",
+    "CaseChecks",
+    "CaseError",
+    "LocalRunner",
+    "Phases",
+    "Runner",
+    "run_case",
+]
 
 
 class CaseError(RuntimeError):
@@ -100,8 +119,21 @@ class BenchmarkResult:
         recompile_reasons: The failed guard of each recompile.
         recompile_limit_hit: Dynamo reached its recompile limit and ran a frame in eager.
         graph_count: FX graphs compiled.
-        compile_time_s: Wall time of the first call, which compiles.
-        output: What the first call returned.
+        compile_time_s: Wall time of the first call, which compiles (with several input
+            sets: the first pass over all of them, recompiles included).
+        output: What the first call returned (with several input sets: a list, one output
+            per set).
+        compile_times: Compile time split into dynamo's and inductor's share, as torch
+            reports it.
+        compile_cache: Whether inductor's FX-graph cache served the compile (``.state``:
+            ``hit``, ``miss``, ``partial``, ``none``).
+        cold_compile: The case compiled against empty caches (``--tweak-cold-compile``).
+        recompile_limit_frames: The frames that hit the recompile limit.
+        peak_memory_bytes: Peak bytes one compiled call allocated beyond what was allocated
+            before it (see `pytest_tweak.memory`); ``None`` when not measured.
+        eager_peak_memory_bytes: The same for the eager model; ``None`` when not measured.
+        accuracy: The compiled output against eager's; ``None`` when not compared.
+        input_sets: Input sets one call runs through.
     """
 
     backend: str
@@ -125,6 +157,14 @@ class BenchmarkResult:
     graph_count: int
     compile_time_s: float
     output: Any = None
+    compile_times: CompileTimes = field(default_factory=CompileTimes)
+    compile_cache: CacheUse = field(default_factory=CacheUse)
+    cold_compile: bool = False
+    recompile_limit_frames: tuple[str, ...] = ()
+    peak_memory_bytes: int | None = None
+    eager_peak_memory_bytes: int | None = None
+    accuracy: Accuracy | None = None
+    input_sets: int = 1
 
 
 def run_case(
@@ -137,8 +177,11 @@ def run_case(
     settings: MeasureSettings,
     runner: Runner,
     instruments: Instruments | None = None,
+    checks: CaseChecks | None = None,
+    inputs: Sequence[Any] | None = None,
 ) -> BenchmarkResult:
-    """Move to ``device``, compile with ``backend``, warm up, time, and count dynamo's work.
+    """Move to ``device``, compile with ``backend``, check, warm up, time, and count dynamo's
+    work.
 
     ``instruments`` lends the device's timer buffer and reference workload; a run of many
     cases passes one, so they are built once per device (a new one is made otherwise).
@@ -147,46 +190,76 @@ def run_case(
     this one. Graph breaks and recompiles are counted over the whole case: the compiling call,
     the warm-up and the timed samples (the eager and reference companions do not compile).
 
+    With ``inputs``, ``args`` is ignored and one call runs the model on every input set in
+    turn: each element of ``inputs`` is a tuple of positional arguments, or else the one
+    argument; ``kwargs`` go to every call. Recompiles between the sets are what dynamic shapes
+    are about.
+
     Raises:
         CaseError: compiling or running the model failed.
     """
+    checks = checks if checks is not None else CaseChecks()
+    sets = [tuple(args)] if inputs is None else [_as_args(item) for item in inputs]
+    if not sets:
+        raise CaseError("inputs is empty: give at least one input set")
     started = time.perf_counter()
     sync = make_synchronizer(device)
     model = to_device(model, device)
-    args = to_device(tuple(args), device)
+    sets = [to_device(s, device) for s in sets]
     kwargs = to_device(dict(kwargs), device)
     sync()
     move_s = time.perf_counter() - started
+    single = inputs is None
 
     # inductor builds the cpu thread count into its kernels: set it before compiling
     threads = settings.cpu_threads if device.type == "cpu" else None
+    if isinstance(backend, TorchInductorBackend):
+        warm_up_compiler(device.type)
     reset_dynamo()
     compiled: Callable[..., Any] = model
     compile_time_s = 0.0
 
+    def run_all(target: Callable[..., Any]) -> Any:
+        if single:
+            return target(*sets[0], **kwargs)
+        return [target(*s, **kwargs) for s in sets]
+
     def call() -> Any:
-        return compiled(*args, **kwargs)
+        return run_all(compiled)
 
     def first_call() -> Any:
         nonlocal compile_time_s
         start = time.perf_counter()
-        out = call()
+        with cold_caches() if checks.cold else contextlib.nullcontext():
+            out = call()
         sync()
         compile_time_s = time.perf_counter() - start
         return out
 
+    eager_of = getattr(backend, "eager", None)
+    eager_model = None if eager_of is None else eager_of(model, device)
     measurement: Measurement | None = None
     failure: str | None = None
+    accuracy: Accuracy | None = None
+    memory: tuple[int | None, int | None] = (None, None)
     try:
         with _torch_threads(threads):
             compiled = backend.compile(model, device)
-            if runner.disabled:
-                output = runner.run_once(first_call)
-            else:
-                output = first_call()
-                measurement = _measure(
-                    call, model, args, kwargs, backend, device, settings, instruments
+            output = runner.run_once(first_call) if runner.disabled else first_call()
+            if checks.accuracy and eager_model is not None:
+                accuracy = _accuracy(output, lambda: run_all(eager_model), backend, device, checks)
+            if not runner.disabled:
+                eager_call = (
+                    (lambda: run_all(eager_model))
+                    if settings.eager and eager_model is not None
+                    else None
                 )
+                measurement = _measure(call, eager_call, device, settings, instruments)
+                if checks.memory:
+                    memory = (
+                        peak_memory(call, device),
+                        None if eager_call is None else peak_memory(eager_call, device),
+                    )
     except Exception as exc:
         failure = _describe_failure(backend, device, exc)
     if failure is not None:
@@ -218,6 +291,53 @@ def run_case(
         graph_count=counts.graph_count,
         compile_time_s=compile_time_s,
         output=output,
+        compile_times=counts.compile_times,
+        compile_cache=counts.cache,
+        cold_compile=checks.cold,
+        recompile_limit_frames=counts.limit_frames,
+        peak_memory_bytes=memory[0],
+        eager_peak_memory_bytes=memory[1],
+        accuracy=accuracy,
+        input_sets=len(sets),
+    )
+
+
+@functools.cache
+def warm_up_compiler(device_type: str) -> None:
+    """Pay the compiler's one-time costs in this process (imports, compile workers, device and
+    code-generation start-up, a few seconds) once, on a throw-away model, so that no case's
+    compile time depends on whether it happened to run first."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).to(device_type)
+    # only a warm-up: should it fail, the case's own compile reports what is wrong
+    with contextlib.suppress(Exception):
+        torch.compile(model)(torch.zeros(2, 4, device=device_type))
+    reset_dynamo()
+
+
+def _as_args(item: Any) -> tuple[Any, ...]:
+    return item if isinstance(item, tuple) else (item,)
+
+
+def _accuracy(
+    output: Any,
+    eager_call: Callable[[], Any],
+    backend: Backend,
+    device: torch.device,
+    checks: CaseChecks,
+) -> Accuracy:
+    """The compiled output against eager's; not compared when eager itself is not repeatable
+    (random ops such as dropout in training mode, or state the model changes as it runs)."""
+    autocast_of = getattr(backend, "autocast_dtype", None)
+    autocast = None if autocast_of is None else autocast_of(device)
+    expected = eager_call()
+    again = eager_call()
+    if not compare_outputs(again, expected, autocast_dtype=autocast).ok:
+        return Accuracy.not_checked(
+            "the eager model's output changes from call to call (random ops such as dropout "
+            "in training mode, or state the model changes as it runs)"
+        )
+    return compare_outputs(
+        output, expected, autocast_dtype=autocast, rtol=checks.rtol, atol=checks.atol
     )
 
 
@@ -258,10 +378,7 @@ def _no_figures(compile_time_s: float, move_s: float) -> dict[str, Any]:
 
 def _measure(
     call: Callable[[], Any],
-    model: Callable[..., Any],
-    args: Sequence[Any],
-    kwargs: Mapping[str, Any],
-    backend: Backend,
+    eager_call: Callable[[], Any] | None,
     device: torch.device,
     settings: MeasureSettings,
     instruments: Instruments | None,
@@ -270,10 +387,8 @@ def _measure(
     workloads: dict[str, Callable[[], Any]] = {"case": call}
     if settings.reference:
         workloads["reference"] = tools.reference(device)
-    eager_of = getattr(backend, "eager", None)
-    if settings.eager and eager_of is not None:
-        eager_model = eager_of(model, device)
-        workloads["eager"] = lambda: eager_model(*args, **kwargs)
+    if eager_call is not None:
+        workloads["eager"] = eager_call
     primary = ("case", "reference") if settings.reference else ("case", None)
     return measure(workloads, tools.timer(device), settings, primary=primary)
 

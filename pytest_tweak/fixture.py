@@ -13,11 +13,12 @@ import torch
 from .backends import Backend, TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
 from .devices import to_device
+from .logs import capture_torch_logs
 from .plugin import implementers
 from .report import failure_message
 from .session import CaseRecord, TweakSession
 from .stats import Summary
-from .verdict import Change, Status, Verdict
+from .verdict import Change, Limits, Status, Verdict
 
 __all__ = ["TweakFixture"]
 
@@ -94,9 +95,11 @@ class TweakFixture:
         config: Any,
         backend: Backend | None = None,
         backend_name: str = "inductor",
+        limits: Limits | None = None,
     ) -> None:
         self._request = request
         self._session = session
+        self._limits = limits if limits is not None else session.options.limits
         self.device = torch.device(device)
         self.config = config
         self.backend: Backend = backend if backend is not None else TorchInductorBackend(config)
@@ -111,12 +114,43 @@ class TweakFixture:
         return self.backend.compile(to_device(model, self.device), self.device)
 
     def benchmark(self, model: Callable[..., Any], *args: Any, **kwargs: Any) -> BenchmarkResult:
-        """Compile, warm up and time ``model(*args, **kwargs)`` on this case's device.
+        """Compile, check, warm up and time ``model(*args, **kwargs)`` on this case's device.
 
         Tensors in the arguments are moved to the device. Graph breaks and recompiles are
-        counted from dynamo. When the case has a baseline, a regression fails the test here.
-        Can be called once per test (pytest-benchmark records one benchmark per test).
+        counted from dynamo; the first output is compared with the eager model's. A case over
+        its limits, or wrong against eager, fails the test here; so does a regression against
+        its baseline. Can be called once per test (pytest-benchmark records one benchmark per
+        test).
         """
+        return self._run(model, args, kwargs, None)
+
+    def benchmark_inputs(
+        self, model: Callable[..., Any], inputs: Sequence[Any], **kwargs: Any
+    ) -> BenchmarkResult:
+        """Like `benchmark`, over several input sets: one call runs the model on each in turn.
+
+        Each element of ``inputs`` is a tuple of positional arguments, or else the one
+        argument; ``kwargs`` go to every call. Recompiles between the sets are counted, so
+        ``tweak.benchmark_inputs(model, [torch.randn(b, 64) for b in (2, 8, 32)])`` shows what
+        ``dynamic=True``, ``None`` or ``False`` does with changing batch sizes. The timings are
+        per pass over all the sets; ``result.output`` is the list of the outputs.
+        """
+        if isinstance(inputs, (torch.Tensor, str, bytes)) or not isinstance(inputs, Sequence):
+            raise TypeError(
+                "benchmark_inputs takes a list of input sets (each a tuple of arguments, or one "
+                f"argument), got {type(inputs).__name__}"
+            )
+        if not inputs:
+            raise ValueError("benchmark_inputs needs at least one input set")
+        return self._run(model, (), kwargs, list(inputs))
+
+    def _run(
+        self,
+        model: Callable[..., Any],
+        args: Sequence[Any],
+        kwargs: dict[str, Any],
+        inputs: list[Any] | None,
+    ) -> BenchmarkResult:
         if self.result is not None:
             raise RuntimeError(
                 "tweak.benchmark() can be called once per test; write one test per model"
@@ -125,19 +159,31 @@ class TweakFixture:
         benchmark = self._request.getfixturevalue("benchmark")
         runner = _PedanticRunner(benchmark)
         nodeid = self._request.node.nodeid
-        try:
-            result = run_case(
-                model,
-                args,
-                kwargs,
-                backend=self.backend,
-                device=self.device,
-                settings=self._session.options.settings,
-                runner=runner,
-                instruments=self._session.instruments,
+        options = self._session.options
+        with capture_torch_logs(options.logs) as logs:
+            try:
+                result = run_case(
+                    model,
+                    args,
+                    kwargs,
+                    backend=self.backend,
+                    device=self.device,
+                    settings=options.settings,
+                    runner=runner,
+                    instruments=self._session.instruments,
+                    checks=options.checks,
+                    inputs=inputs,
+                )
+            except CaseError as exc:
+                error: CaseError | None = exc
+            else:
+                error = None
+        if options.logs:
+            self._request.node.add_report_section(
+                "call", "tweak logs", logs.text or "(torch logged nothing)"
             )
-        except CaseError as exc:
-            pytest.fail(f"pytest-tweak: {exc}", pytrace=False)
+        if error is not None:
+            pytest.fail(f"pytest-tweak: {error}", pytrace=False)
         self.result = result
         session = self._session
         benchmark.extra_info["tweak"] = _extra_info(self, result, session.fingerprint)
@@ -173,9 +219,11 @@ class TweakFixture:
         """The first verdict the ``pytest_tweak_verdict`` implementations return (pytest-tweak's
         own runs last); ``NOT_COMPARED`` when there is nothing to judge."""
         session = self._session
+        # over a limit, or wrong against eager: fails whatever the speed, baseline or not
+        failures = session.failures(result, self._limits)
         run = session.run_to_compare(result, compare=compare)
         if run is None:
-            return Verdict(Status.NOT_COMPARED)
+            return Verdict(Status.FAILED if failures else Status.NOT_COMPARED, failures=failures)
         item = self._request.node
         hook = self._request.config.hook.pytest_tweak_verdict
         verdict = hook(
@@ -191,6 +239,10 @@ class TweakFixture:
                 f"({type(verdict).__name__}); it must return a pytest_tweak.Verdict or None "
                 f"(implemented by: {implementers(hook)})",
                 pytrace=False,
+            )
+        if failures:  # the case's own failures stand, whichever rule judged its speed
+            verdict = dataclasses.replace(
+                verdict, status=Status.FAILED, failures=(*failures, *verdict.failures)
             )
         return verdict
 
@@ -208,6 +260,15 @@ def _extra_info(
         "recompile_reasons": [str(r) for r in result.recompile_reasons],
         "graph_count": result.graph_count,
         "compile_time_s": result.compile_time_s,
+        "compile_times": result.compile_times.as_dict(),
+        "compile_cache": result.compile_cache.as_dict(),
+        "cold_compile": result.cold_compile,
+        "recompile_limit_hit": result.recompile_limit_hit,
+        "recompile_limit_frames": list(result.recompile_limit_frames),
+        "peak_memory_bytes": result.peak_memory_bytes,
+        "eager_peak_memory_bytes": result.eager_peak_memory_bytes,
+        "accuracy": None if result.accuracy is None else result.accuracy.as_dict(),
+        "input_sets": result.input_sets,
         "phases": result.phases.as_dict(),
         "iterations": result.iterations,
         "stopped": result.stopped,
@@ -235,5 +296,6 @@ def _verdict_info(verdict: Verdict) -> dict[str, Any]:
         "change": change(verdict.change),
         "speedup": change(verdict.speedup),
         "problems": list(verdict.problems),
+        "failures": list(verdict.failures),
         "notes": list(verdict.notes),
     }

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "CaseChecks",
     "EventTimer",
     "HostTimer",
     "Instruments",
@@ -119,6 +120,24 @@ class MeasureSettings:
         """Settings for a quick local look (``--tweak-fast``): short, no eager companion."""
         base = cls(warmup_s=0.2, max_time_s=0.3, min_rounds=5, precision_pct=3.0, eager=False)
         return replace(base, **overrides)
+
+
+@dataclass(frozen=True)
+class CaseChecks:
+    """What a case checks besides speed.
+
+    Attributes:
+        accuracy: Compare the compiled output with the eager model's on the same inputs.
+        rtol, atol: Tolerances for that comparison; ``None``: by dtype (see `accuracy`).
+        memory: Read the peak memory of one compiled (and one eager) call after timing.
+        cold: Compile against empty caches, so the compile time is a first compile's.
+    """
+
+    accuracy: bool = True
+    rtol: float | None = None
+    atol: float | None = None
+    memory: bool = True
+    cold: bool = False
 
 
 class SampleTimer(Protocol):

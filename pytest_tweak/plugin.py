@@ -21,11 +21,11 @@ from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
 from .devices import DEVICES
 from .fingerprint import check_fingerprint, differences, render_fingerprint
-from .measure import MeasureSettings
+from .measure import CaseChecks, MeasureSettings
 from .registry import DEFAULT_BACKEND, BackendRegistry, BackendSpec, RegistryError
-from .report import summary_lines
+from .report import options_listing, summary_lines
 from .session import TweakOptions, TweakSession
-from .verdict import Judging, Verdict
+from .verdict import COMPILE_FLOOR_S, Judging, Limits, Verdict
 
 if TYPE_CHECKING:
     from pluggy import HookCaller
@@ -101,6 +101,42 @@ CPU_THREADS_HELP = (
     f"(default: {_DEFAULTS.cpu_threads or 0})"
 )
 
+DEFAULT_COMPILE_THRESHOLD_PCT = 50.0
+DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
+MAX_GRAPH_BREAKS_HELP = (
+    "fail a case with more graph breaks than this, baseline or not; a test's "
+    "@pytest.mark.tweak_limits overrides it (default: no limit)"
+)
+MAX_RECOMPILES_HELP = (
+    "fail a case with more recompiles than this, baseline or not; a test's "
+    "@pytest.mark.tweak_limits overrides it (default: no limit)"
+)
+COMPILE_THRESHOLD_HELP = (
+    "smallest compile-time increase against the baseline that fails a test, in percent; also "
+    f"at least {COMPILE_FLOOR_S:g} s, and only compared when the inductor cache was hit or "
+    f"missed alike (default: {DEFAULT_COMPILE_THRESHOLD_PCT:g})"
+)
+MEMORY_THRESHOLD_HELP = (
+    "smallest peak-memory increase against the baseline that fails a test, in percent "
+    f"(default: {DEFAULT_MEMORY_THRESHOLD_PCT:g})"
+)
+COLD_COMPILE_HELP = (
+    "compile every case against empty, temporary inductor caches, so compile time is a first "
+    "compile's (slow: use it when compile time is what is tested)"
+)
+ACCURACY_HELP = (
+    "compare each compiled output with the eager model's on the same inputs and fail when "
+    "it differs: on or off (default: on)"
+)
+RTOL_HELP = "relative tolerance of the accuracy check (default: by dtype, looser under autocast)"
+ATOL_HELP = "absolute tolerance of the accuracy check (default: by dtype, looser under autocast)"
+LOGS_HELP = (
+    "TORCH_LOGS artifacts to turn on during each case, comma separated (e.g. "
+    "graph_breaks,recompiles); their output is attached to the test's report as "
+    "'tweak logs' (default: none)"
+)
+LIST_OPTIONS_HELP = "print the inductor modes and options this torch knows, and exit"
+
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
@@ -123,7 +159,18 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("precision", "PCT", PRECISION_HELP),
     ("eager", "on|off", EAGER_HELP),
     ("cpu_threads", "N", CPU_THREADS_HELP),
+    ("max_graph_breaks", "N", MAX_GRAPH_BREAKS_HELP),
+    ("max_recompiles", "N", MAX_RECOMPILES_HELP),
+    ("compile_threshold", "PCT", COMPILE_THRESHOLD_HELP),
+    ("memory_threshold", "PCT", MEMORY_THRESHOLD_HELP),
+    ("cold_compile", None, COLD_COMPILE_HELP),
+    ("accuracy", "on|off", ACCURACY_HELP),
+    ("rtol", "X", RTOL_HELP),
+    ("atol", "X", ATOL_HELP),
+    ("logs", "ARTIFACTS", LOGS_HELP),
 )
+#: Marker keywords of ``tweak_limits``.
+_LIMIT_KEYS = ("graph_breaks", "recompiles")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -145,6 +192,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             flag, action=action, dest=dest, metavar=metavar, default=None, help=help_text
         )
         parser.addini(dest, help_text, type="string", default="")
+    # an action like --markers, not a setting: no ini twin
+    group.addoption(
+        "--tweak-list-options",
+        action="store_true",
+        dest="tweak_list_options",
+        default=False,
+        help=LIST_OPTIONS_HELP,
+    )
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if not config.getoption("tweak_list_options"):
+        return None
+    import torch._inductor
+
+    print(options_listing(torch._inductor.list_mode_options(), torch._inductor.list_options()))
+    return 0
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -166,6 +230,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "tweak_backends(*names): run the test's `tweak` cases once per backend named "
         "(inductor, eager, aot_eager, torchao, openvino, or one a plugin registers), each with "
         "its configs from tweak_configs or else its default config (pytest-tweak)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "tweak_limits(graph_breaks=None, recompiles=None): fail the test's `tweak` cases when "
+        "they have more graph breaks or recompiles than this, baseline or not; None: no limit; "
+        "overrides --tweak-max-graph-breaks and --tweak-max-recompiles (pytest-tweak)",
     )
     session = TweakSession(_resolve_options(config))
     config.stash[_SESSION_KEY] = session
@@ -207,8 +277,30 @@ def pytest_report_header(config: pytest.Config) -> str:
         f"warmup<={settings.warmup_s:g}s, max-time={settings.max_time_s:g}s, "
         f"min-rounds={settings.min_rounds}, precision={settings.precision_pct:g}%, "
         f"eager={'on' if settings.eager else 'off'}, "
-        f"cpu-threads={settings.cpu_threads or 'torch default'}"
+        f"cpu-threads={settings.cpu_threads or 'torch default'}, "
+        f"accuracy={_accuracy_text(options.checks)}, "
+        f"limits={_limits_text(options.limits)}, "
+        f"compile-threshold={first.compile_threshold_pct if first else 0:g}%"
+        f"{' (cold compile)' if options.checks.cold else ''}, "
+        f"memory-threshold={first.memory_threshold_pct if first else 0:g}%"
+        + (f", logs={','.join(options.logs)}" if options.logs else "")
     )
+
+
+def _accuracy_text(checks: CaseChecks) -> str:
+    if not checks.accuracy:
+        return "off"
+    if checks.rtol is None and checks.atol is None:
+        return "on"
+    return f"on (rtol={checks.rtol if checks.rtol is not None else 'dtype'}, " + (
+        f"atol={checks.atol if checks.atol is not None else 'dtype'})"
+    )
+
+
+def _limits_text(limits: Limits) -> str:
+    pairs = (("graph-breaks", limits.graph_breaks), ("recompiles", limits.recompiles))
+    parts = [f"{name}<={value}" for name, value in pairs if value is not None]
+    return ",".join(parts) or "none"
 
 
 # -- options ------------------------------------------------------------------------------
@@ -262,12 +354,28 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         config, "tweak_run_noise", DEFAULT_RUN_NOISE_PCT, "a percentage >= 0", lambda v: v >= 0
     )
     fail_inconclusive = bool(_raw(config, "tweak_fail_inconclusive")[0])
+    compile_threshold = _number(
+        config,
+        "tweak_compile_threshold",
+        DEFAULT_COMPILE_THRESHOLD_PCT,
+        "a percentage > 0",
+        lambda v: v > 0,
+    )
+    memory_threshold = _number(
+        config,
+        "tweak_memory_threshold",
+        DEFAULT_MEMORY_THRESHOLD_PCT,
+        "a percentage > 0",
+        lambda v: v > 0,
+    )
     judging = {
         device: Judging(
             threshold_pct=thresholds[device],
             run_noise_pct=noises[device],
             metric=metric,
             fail_inconclusive=fail_inconclusive,
+            compile_threshold_pct=compile_threshold,
+            memory_threshold_pct=memory_threshold,
         )
         for device in DEVICES
     }
@@ -306,6 +414,12 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
     )
     if save_raw:
         _check_writable(Path(baseline), source)
+    checks = CaseChecks(
+        accuracy=_choice(config, "tweak_accuracy", ("on", "off"), "on") == "on",
+        rtol=_optional_number(config, "tweak_rtol", "a number >= 0", lambda v: v >= 0),
+        atol=_optional_number(config, "tweak_atol", "a number >= 0", lambda v: v >= 0),
+        cold=bool(_raw(config, "tweak_cold_compile")[0]),
+    )
     return TweakOptions(
         devices=tuple(devices),
         baseline_path=Path(baseline),
@@ -313,6 +427,9 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         append=bool(_raw(config, "tweak_append")[0]),
         judging=judging,
         settings=settings,
+        checks=checks,
+        limits=_default_limits(config),
+        logs=_log_artifacts(config),
     )
 
 
@@ -332,6 +449,53 @@ def _check_writable(path: Path, source: str) -> None:
             f"{where}: --tweak-save cannot write baseline file {path}: {folder} is not a "
             "writable folder"
         )
+
+
+def _optional_number(config: pytest.Config, name: str, allowed: str, check: Any) -> float | None:
+    raw, source = _raw(config, name)
+    if raw is None:
+        return None
+    return _parse_number(str(raw), raw, source, allowed, check)
+
+
+def _default_limits(config: pytest.Config) -> Limits:
+    values: dict[str, Any] = {}
+    for key in _LIMIT_KEYS:
+        name = f"tweak_max_{key}"
+        raw, source = _raw(config, name)
+        if raw is None:
+            values[key] = None
+            continue
+        value = _parse_number(
+            str(raw), raw, source, "an integer >= 0", lambda v: v >= 0 and v == int(v)
+        )
+        values[key] = int(value)
+        values[f"{key}_source"] = source
+    return Limits(**values)
+
+
+def _log_artifacts(config: pytest.Config) -> tuple[str, ...]:
+    raw, source = _raw(config, "tweak_logs")
+    if raw is None:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in str(raw).split(",") if n.strip()))
+    if not names:
+        return ()
+    # the user asked for torch's logs: importing torch here is what they pay for
+    import difflib
+
+    from .counters import known_log_artifacts
+
+    known = known_log_artifacts()
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise pytest.UsageError(
+                f"{source}: unknown TORCH_LOGS artifact {name!r}{hint} "
+                f"(torch knows: {', '.join(known)})"
+            )
+    return names
 
 
 def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default: str) -> str:
@@ -424,6 +588,9 @@ def pytest_tweak_verdict(
         graph_breaks=result.graph_breaks,
         recompiles=result.recompiles,
         judging=judging,
+        compile_time_s=result.compile_time_s,
+        compile_cache=result.compile_cache.state,
+        peak_memory_bytes=result.peak_memory_bytes,
     )
     if baseline is None or not baseline.fingerprint:
         return verdict
@@ -490,6 +657,7 @@ class _Case:
     device: str
     backend: str
     config: Any
+    limits: Limits
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -506,6 +674,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         pytest.fail(f"pytest-tweak: {problem}", pytrace=False)
     options = metafunc.config.stash[_SESSION_KEY].options
     cases = _configs(metafunc, registry)
+    limits = _limits(metafunc, options.limits)
     supported = [d for d in DEVICES if metafunc.definition.get_closest_marker(d)] or list(DEVICES)
     devices = [d for d in options.devices if d in supported]
     params = []
@@ -519,7 +688,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             )
             params.append(
                 pytest.param(
-                    _Case(device, name, config),
+                    _Case(device, name, config, limits),
                     id=f"{device}-{registry.case_id(name, config)}",
                     marks=[] if reason is None else [pytest.mark.skip(reason=reason)],
                 )
@@ -637,6 +806,44 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
     return configs
 
 
+def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:
+    """The ``tweak_limits`` marker over the option defaults; a bad marker fails collection."""
+    marker = metafunc.definition.get_closest_marker("tweak_limits")
+    if marker is None:
+        return defaults
+    where = metafunc.definition.nodeid
+    signature = "tweak_limits(graph_breaks=None, recompiles=None)"
+    if marker.args:
+        pytest.fail(
+            f"{where}: {signature} takes keyword arguments only, got {marker.args!r}",
+            pytrace=False,
+        )
+    unknown = sorted(set(marker.kwargs) - set(_LIMIT_KEYS))
+    if unknown:
+        pytest.fail(
+            f"{where}: {signature} got unknown keyword(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(_LIMIT_KEYS)}",
+            pytrace=False,
+        )
+    values: dict[str, Any] = {}
+    for key in _LIMIT_KEYS:
+        if key not in marker.kwargs:
+            values[key] = getattr(defaults, key)
+            values[f"{key}_source"] = getattr(defaults, f"{key}_source")
+            continue
+        value = marker.kwargs[key]
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            pytest.fail(
+                f"{where}: tweak_limits {key} must be an integer >= 0 or None, got {value!r}",
+                pytrace=False,
+            )
+        values[key] = value
+        values[f"{key}_source"] = "@pytest.mark.tweak_limits"
+    return Limits(**values)
+
+
 # -- the fixture and the report -----------------------------------------------------------
 
 
@@ -665,7 +872,9 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
             pytrace=False,
         )
     session = request.config.stash[_SESSION_KEY]
-    yield TweakFixture(request, session, case.device, case.config, backend, case.backend)
+    yield TweakFixture(
+        request, session, case.device, case.config, backend, case.backend, case.limits
+    )
 
 
 class _RunHooks:

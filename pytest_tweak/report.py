@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .verdict import Status, format_seconds
+from .verdict import Status, format_bytes, format_seconds
 
 if TYPE_CHECKING:
     from .case import BenchmarkResult
     from .session import CaseRecord
     from .verdict import Judging, Verdict
 
-__all__ = ["failure_message", "summary_lines"]
+__all__ = ["failure_message", "options_listing", "summary_lines"]
 
 _HEADERS = (
     "test",
@@ -23,6 +24,9 @@ _HEADERS = (
     "speed-up",
     "graph breaks",
     "recompiles",
+    "compile",
+    "peak mem",
+    "accuracy",
     "vs baseline",
     "verdict",
 )
@@ -44,12 +48,39 @@ def failure_message(
             "--tweak-threshold (failing because of --tweak-fail-inconclusive)"
         )
     else:
-        lines = [f"pytest-tweak: {nodeid} regressed against {baseline_path}:"]
-        lines += [f"  - {problem}" for problem in verdict.problems]
+        lines = []
+        if verdict.failures:
+            lines.append(f"pytest-tweak: {nodeid} failed, whatever its speed:")
+            lines += [f"  - {failure}" for failure in verdict.failures]
+        if verdict.problems:
+            lines.append(f"pytest-tweak: {nodeid} regressed against {baseline_path}:")
+            lines += [f"  - {problem}" for problem in verdict.problems]
     lines += [f"  {line}" for line in _context(verdict, judging)]
     lines += _reasons(result)
-    lines.append("If the change is intended, record a new baseline with --tweak-save.")
+    lines += _figures(result)
+    if verdict.problems or verdict.status is Status.INCONCLUSIVE:
+        lines.append("If the change is intended, record a new baseline with --tweak-save.")
     return "\n".join(lines)
+
+
+def _figures(result: BenchmarkResult) -> list[str]:
+    """Compile time, memory, accuracy and speed-up of a case, one line each."""
+    times = result.compile_times
+    cold = ", cold (empty caches)" if result.cold_compile else ""
+    lines = [
+        f"  compile: {result.compile_time_s:.3g} s first call (dynamo {times.dynamo_s:.3g} s, "
+        f"inductor {times.inductor_s:.3g} s, {times.frames} frame compile(s)); "
+        f"inductor cache {result.compile_cache.state}{cold}"
+    ]
+    if result.peak_memory_bytes is not None:
+        eager = result.eager_peak_memory_bytes
+        versus = "" if eager is None else f" (eager {format_bytes(eager)})"
+        lines.append(f"  peak memory: {format_bytes(result.peak_memory_bytes)}{versus}")
+    if result.accuracy is not None:
+        lines.append(f"  accuracy: {result.accuracy.describe()}")
+    if result.speedup is not None:
+        lines.append(f"  speed-up over eager: {result.speedup.median:.3g}x")
+    return lines
 
 
 def _context(verdict: Verdict, judging: Judging) -> list[str]:
@@ -70,16 +101,26 @@ def _context(verdict: Verdict, judging: Judging) -> list[str]:
 
 
 def _reasons(result: BenchmarkResult) -> list[str]:
+    """Each distinct graph break at its source line, each distinct failed guard with how
+    often it failed, and the recompile limit when it was hit."""
     lines = []
     if result.break_reasons:
-        lines.append("  graph breaks:")
+        lines.append(f"  graph breaks ({result.graph_breaks}):")
         lines += [f"    {reason}" for reason in result.break_reasons]
     if result.recompile_reasons:
-        lines.append("  recompiles:")
-        lines += [f"    {recompile}" for recompile in result.recompile_reasons]
+        lines.append(f"  recompiles ({result.recompiles}):")
+        lines += _counted(Counter(str(r) for r in result.recompile_reasons))
     if result.recompile_limit_hit:
-        lines.append("  dynamo hit its recompile limit: a frame now runs in eager")
+        frames = ", ".join(result.recompile_limit_frames) or "a frame"
+        lines.append(
+            f"  dynamo hit its recompile limit on {frames}: it now runs uncompiled (eager), "
+            "a silent performance cliff (torch._dynamo.config.recompile_limit)"
+        )
     return lines
+
+
+def _counted(counts: Mapping[str, int]) -> list[str]:
+    return [f"    {text}" + (f" (x{n})" if n > 1 else "") for text, n in counts.items()]
 
 
 def _change(verdict: Verdict) -> str:
@@ -114,9 +155,19 @@ def _row(record: CaseRecord) -> tuple[str, ...]:
         _speedup(result),
         breaks,
         recompiles,
+        f"{result.compile_time_s:.3g} s {result.compile_cache.state}",
+        format_bytes(result.peak_memory_bytes),
+        _accuracy(result),
         _change(record.verdict),
         str(record.verdict.status),
     )
+
+
+def _accuracy(result: BenchmarkResult) -> str:
+    accuracy = result.accuracy
+    if accuracy is None or not accuracy.checked:
+        return "-"
+    return f"{'ok' if accuracy.ok else 'WRONG'} {accuracy.max_abs:.1g}"
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -156,3 +207,16 @@ def summary_lines(records: Iterable[CaseRecord]) -> list[str]:
             lines.append(f"{record.nodeid.split('::', 1)[-1]}:")
             lines += reason_lines
     return lines
+
+
+def options_listing(modes: Mapping[str, Mapping[str, object]], options: Sequence[str]) -> str:
+    """What ``--tweak-list-options`` prints: inductor's modes with the options each sets,
+    then every option key inductor knows."""
+    lines = ["inductor modes (TorchInductorBackendConfig(mode=...)):"]
+    for mode, settings in modes.items():
+        set_text = ", ".join(f"{k}={v!r}" for k, v in settings.items()) or "(inductor defaults)"
+        lines.append(f"  {mode}: {set_text}")
+    lines.append("")
+    lines.append(f"inductor options (TorchInductorBackendConfig(options={{...}})), {len(options)}:")
+    lines += [f"  {name}" for name in sorted(options)]
+    return "\n".join(lines)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
-from .measure import Instruments, MeasureSettings
-from .verdict import Judging, Verdict
+from .measure import CaseChecks, Instruments, MeasureSettings
+from .verdict import Judging, Limits, Verdict, case_failures
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
@@ -28,6 +28,9 @@ class TweakOptions:
     judging: Mapping[str, Judging]  # per device type
     append: bool = False
     settings: MeasureSettings = field(default_factory=MeasureSettings)
+    checks: CaseChecks = field(default_factory=CaseChecks)
+    limits: Limits = field(default_factory=Limits)  # the defaults; a marker overrides them
+    logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
 
 
 @dataclass
@@ -83,6 +86,18 @@ class TweakSession:
         self.baselines = found.entries
         self.skipped = found.skipped
 
+    def failures(self, result: BenchmarkResult, limits: Limits | None = None) -> tuple[str, ...]:
+        """What fails a case whatever its speed, with or without a baseline: a graph-break or
+        recompile limit (``limits``, else the run's defaults) passed, or a result that does
+        not match eager's."""
+        accuracy = result.accuracy
+        return case_failures(
+            limits if limits is not None else self.options.limits,
+            graph_breaks=result.graph_breaks,
+            recompiles=result.recompiles,
+            accuracy_problem=None if accuracy is None or accuracy.ok else accuracy.describe(),
+        )
+
     def run_to_compare(self, result: BenchmarkResult, *, compare: bool) -> RunRecord | None:
         """The run to judge against the baseline; ``None`` when there is nothing to judge:
         when saving, when timing is off, or when told so. The verdict itself comes from the
@@ -116,6 +131,8 @@ class TweakSession:
                 torch=str(torch.__version__),
                 backend=record.backend,
                 fingerprint=dict(record.fingerprint),
+                compile_cache=result.compile_cache.state,
+                peak_memory_bytes=result.peak_memory_bytes,
             )
         return entries
 

@@ -16,7 +16,13 @@ and ``t`` the threshold (all as log ratios):
   threshold's size from no change);
 - unchanged: otherwise.
 
-More graph breaks or more recompiles than the baseline is a regression whatever the speed.
+More graph breaks or more recompiles than the baseline is a regression whatever the speed; so
+is a compile time beyond its own, looser threshold (compared only when the inductor cache was
+in the same state, hit or miss, in both runs: a warm and a cold compile differ tenfold), and a
+peak memory beyond its threshold.
+
+Independent of any baseline, a case *fails* (status ``failed``) when its counts exceed the
+`Limits` set for it or its output differs from eager's.
 """
 
 from __future__ import annotations
@@ -29,7 +35,24 @@ from enum import Enum
 from .baselines import BaselineEntry, RunRecord
 from .stats import Summary, normal_quantile
 
-__all__ = ["Change", "Judging", "Status", "Verdict", "compare", "format_seconds", "judge"]
+__all__ = [
+    "COMPILE_FLOOR_S",
+    "Change",
+    "Judging",
+    "Limits",
+    "Status",
+    "Verdict",
+    "case_failures",
+    "compare",
+    "format_bytes",
+    "format_seconds",
+    "judge",
+]
+
+#: A compile-time change smaller than this is never a regression, whatever its percentage:
+#: one compile is one sample, and on a shared machine a warm compile of a small model moves
+#: by a good fraction of a second between runs.
+COMPILE_FLOOR_S = 1.0
 
 
 class Status(str, Enum):
@@ -41,6 +64,7 @@ class Status(str, Enum):
     REGRESSED = "regressed"
     INCONCLUSIVE = "inconclusive"  # too noisy to decide
     NOT_COMPARED = "not compared"  # --tweak-save, or timing disabled
+    FAILED = "failed"  # over a limit, or wrong against eager, whatever the speed
 
     def __str__(self) -> str:
         return self.value
@@ -57,6 +81,9 @@ class Judging:
         confidence: One-sided confidence that a reported regression is real.
         metric: ``normalized`` (time over the reference workload's) or ``absolute`` (time).
         fail_inconclusive: An inconclusive verdict fails the test.
+        compile_threshold_pct: The smallest compile-time increase that fails, in percent
+            (and at least `COMPILE_FLOOR_S`).
+        memory_threshold_pct: The smallest peak-memory increase that fails, in percent.
     """
 
     threshold_pct: float
@@ -64,6 +91,8 @@ class Judging:
     confidence: float = 0.99
     metric: str = "normalized"
     fail_inconclusive: bool = False
+    compile_threshold_pct: float = 50.0
+    memory_threshold_pct: float = 10.0
 
     def __post_init__(self) -> None:
         if not self.threshold_pct > 0:
@@ -74,6 +103,46 @@ class Judging:
             raise ValueError(f"confidence must be in (0.5, 1), got {self.confidence!r}")
         if self.metric not in ("normalized", "absolute"):
             raise ValueError(f"metric must be 'normalized' or 'absolute', got {self.metric!r}")
+        if not (self.compile_threshold_pct > 0 and self.memory_threshold_pct > 0):
+            raise ValueError("compile_threshold_pct and memory_threshold_pct must be > 0")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Most graph breaks and recompiles a case may have, baseline or not; ``None``: no limit.
+
+    The ``*_source`` fields say where each limit was set, for the failure message.
+    """
+
+    graph_breaks: int | None = None
+    recompiles: int | None = None
+    graph_breaks_source: str = "default"
+    recompiles_source: str = "default"
+
+    def check(self, graph_breaks: int, recompiles: int) -> tuple[str, ...]:
+        """What exceeds the limits, in words."""
+        problems = []
+        if self.graph_breaks is not None and graph_breaks > self.graph_breaks:
+            problems.append(
+                f"graph breaks {graph_breaks} exceed the limit {self.graph_breaks} "
+                f"(set by {self.graph_breaks_source})"
+            )
+        if self.recompiles is not None and recompiles > self.recompiles:
+            problems.append(
+                f"recompiles {recompiles} exceed the limit {self.recompiles} "
+                f"(set by {self.recompiles_source})"
+            )
+        return tuple(problems)
+
+
+def case_failures(
+    limits: Limits, *, graph_breaks: int, recompiles: int, accuracy_problem: str | None
+) -> tuple[str, ...]:
+    """Why a case fails whatever its speed and baseline: over a limit, or wrong."""
+    failures = list(limits.check(graph_breaks, recompiles))
+    if accuracy_problem is not None:
+        failures.append(accuracy_problem)
+    return tuple(failures)
 
 
 #: Weight, in runs, of the configured run-to-run noise against the baseline's own runs.
@@ -138,11 +207,14 @@ class Verdict:
     problems: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     fail_inconclusive: bool = False
+    failures: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
-        return self.status is Status.REGRESSED or (
-            self.status is Status.INCONCLUSIVE and self.fail_inconclusive
+        return (
+            self.status in (Status.REGRESSED, Status.FAILED)
+            or (self.status is Status.INCONCLUSIVE and self.fail_inconclusive)
+            or bool(self.failures)
         )
 
     @property
@@ -210,10 +282,15 @@ def judge(
     graph_breaks: int,
     recompiles: int,
     judging: Judging,
+    compile_time_s: float | None = None,
+    compile_cache: str | None = None,
+    peak_memory_bytes: int | None = None,
+    failures: tuple[str, ...] = (),
 ) -> Verdict:
-    """Compare a new run and its counts with ``baseline``."""
+    """Compare a new run, its counts, compile time and memory with ``baseline``; ``failures``
+    (limits, accuracy) make the status ``failed`` whatever the comparison says."""
     if baseline is None:
-        return Verdict(Status.NEW)
+        return Verdict(Status.FAILED if failures else Status.NEW, failures=failures)
     notes: list[str] = []
     use_normalized = judging.metric == "normalized"
     if use_normalized and (
@@ -255,15 +332,56 @@ def judge(
             f"recompiles {recompiles} vs baseline {baseline.recompiles}"
             f" (+{recompiles - baseline.recompiles})"
         )
+    problem, note = _compile_change(baseline, compile_time_s, compile_cache, judging)
+    problems += [problem] if problem else []
+    notes += [note] if note else []
+    memory = _memory_change(baseline, peak_memory_bytes, judging)
+    problems += [memory] if memory else []
     status = Status.REGRESSED if problems else change.status
     return Verdict(
-        status=status,
+        status=Status.FAILED if failures else status,
         change=change,
         speedup=speedup,
         problems=tuple(problems),
         notes=tuple(notes),
         fail_inconclusive=judging.fail_inconclusive,
+        failures=failures,
     )
+
+
+def _compile_change(
+    baseline: BaselineEntry, new_s: float | None, cache: str | None, judging: Judging
+) -> tuple[str | None, str | None]:
+    """(problem, note) of the compile time against the baseline's."""
+    base_s = baseline.compile_time_s
+    if new_s is None or base_s is None or baseline.compile_cache is None or base_s <= 0:
+        return None, None
+    if cache != baseline.compile_cache:
+        return None, (
+            f"compile time not compared: the inductor cache was {cache or 'unknown'} in this "
+            f"run and {baseline.compile_cache} in the baseline's"
+        )
+    pct = (new_s / base_s - 1.0) * 100.0
+    if pct > judging.compile_threshold_pct and new_s - base_s > COMPILE_FLOOR_S:
+        return (
+            f"compile time {new_s:.3g} s vs baseline {base_s:.3g} s: +{pct:.0f}% "
+            f"(cache {cache}), threshold {judging.compile_threshold_pct:g}% and "
+            f"{COMPILE_FLOOR_S:g} s"
+        ), None
+    return None, None
+
+
+def _memory_change(baseline: BaselineEntry, new: int | None, judging: Judging) -> str | None:
+    base = baseline.peak_memory_bytes
+    if new is None or base is None:
+        return None
+    if new > base * (1.0 + judging.memory_threshold_pct / 100.0):
+        change = f"+{(new / base - 1.0) * 100.0:.0f}%" if base > 0 else "from nothing"
+        return (
+            f"peak memory {format_bytes(new)} vs baseline {format_bytes(base)}: {change}, "
+            f"threshold {judging.memory_threshold_pct:g}%"
+        )
+    return None
 
 
 def format_seconds(seconds: float) -> str:
@@ -272,3 +390,15 @@ def format_seconds(seconds: float) -> str:
         if abs(seconds) >= scale:
             return f"{seconds / scale:.4g} {unit}"
     return f"{seconds / 1e-9:.4g} ns"
+
+
+def format_bytes(n: int | None) -> str:
+    """``1536`` -> ``1.5 KiB``; ``None`` -> ``-``."""
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")

@@ -285,3 +285,26 @@ def test_a_fingerprint_that_is_not_an_object_makes_its_entry_skipped(tmp_path: P
     found = read_baselines(path)
     assert list(found.entries) == ["b"]
     assert found.skipped == {"a": "case 'a': 'fingerprint' must be an object"}
+
+
+def test_compile_cache_and_peak_memory_are_optional_fields(tmp_path: Path) -> None:
+    path = tmp_path / "b.json"
+    with_fields = BaselineEntry(
+        runs=(RunRecord(timing=Summary(5, 1e-3, 1e-3, 1e-3, 1e-3, 1e-3, 0.01)),),
+        graph_breaks=0,
+        recompiles=0,
+        compile_time_s=3.0,
+        compile_cache="hit",
+        peak_memory_bytes=4096,
+    )
+    save_baselines(path, {"a": with_fields})
+    assert load_baselines(path)["a"] == with_fields
+    # an entry written before these fields existed is read with them unset
+    data = json.loads(path.read_text())
+    del data["cases"]["a"]["compile_cache"], data["cases"]["a"]["peak_memory_bytes"]
+    path.write_text(json.dumps(data))
+    old = load_baselines(path)["a"]
+    assert (old.compile_cache, old.peak_memory_bytes) == (None, None)
+    data["cases"]["a"]["peak_memory_bytes"] = -1
+    path.write_text(json.dumps(data))
+    assert "'peak_memory_bytes' must be an integer >= 0" in read_baselines(path).skipped["a"]

@@ -137,3 +137,107 @@ def test_dynamo_private_state_this_plugin_reads_still_exists() -> None:
     metrics = list(utils.get_compilation_metrics())
     assert metrics and all(hasattr(m, "recompile_reason") for m in metrics)
     assert all(hasattr(r, "user_stack") and hasattr(r, "reason") for r in utils.graph_break_reasons)
+
+
+def test_a_break_met_again_by_a_recompile_is_one_reason_with_a_count() -> None:
+    # dynamic=False and three batch sizes: the frame compiles three times, the print break is
+    # recorded by each compile
+    config = TorchInductorBackendConfig(dynamic=False)
+    reset_dynamo()
+    compiled = TorchInductorBackend(config).compile(PrintBreak())
+    for batch in (2, 3, 4):
+        compiled(torch.randn(batch, 16))
+    counts = read_counts()
+    (reason,) = counts.break_reasons
+    assert counts.graph_breaks == 1 == _explain(PrintBreak()).graph_break_count
+    assert reason.count == 3
+    assert str(reason).endswith("(x3)") and 'print("", end="")' in str(reason)
+
+
+def test_several_input_sets_count_recompiles_by_dynamic_setting() -> None:
+    recompiles = {}
+    for dynamic in (True, None, False):
+        # fresh tensors per case: dynamo marks the tensors it compiled dynamic
+        inputs = [torch.randn(batch, 16) for batch in (2, 8, 32)]
+        result = run_case(
+            TinyMLP(),
+            (),
+            {},
+            backend=TorchInductorBackend(TorchInductorBackendConfig(dynamic=dynamic)),
+            device=CPU,
+            settings=QUICK,
+            runner=LocalRunner(),
+            inputs=inputs,
+        )
+        assert result.input_sets == 3 and len(result.output) == 3
+        recompiles[dynamic] = result.recompiles
+        assert result.accuracy is not None and result.accuracy.ok
+    # static shapes recompile for each new batch; automatic dynamic once; dynamic never
+    assert recompiles == {True: 0, None: 1, False: 2}
+
+
+def test_compile_time_split_and_cache_state_are_read() -> None:
+    result = _run(TinyMLP())
+    times = result.compile_times
+    assert times.frames == 1
+    assert times.dynamo_s > 0 and times.inductor_s > 0
+    assert times.dynamo_s + times.inductor_s <= result.compile_time_s
+    # the FX-graph cache was looked up: hit (warm cache) or miss (first run on this machine)
+    assert result.compile_cache.state in ("hit", "miss")
+    assert result.compile_cache.hits + result.compile_cache.misses == 1
+
+
+def test_cold_compile_misses_the_cache() -> None:
+    from pytest_tweak.measure import CaseChecks
+
+    def model(x: torch.Tensor) -> torch.Tensor:
+        return x * 3 + 1
+
+    warm = _run(model)  # type: ignore[arg-type]
+    cold = run_case(
+        model,
+        (torch.randn(4, 16),),
+        {},
+        backend=TorchInductorBackend(),
+        device=CPU,
+        settings=QUICK,
+        runner=LocalRunner(),
+        checks=CaseChecks(cold=True),
+    )
+    assert cold.cold_compile and not warm.cold_compile
+    assert cold.compile_cache.state == "miss"
+
+
+def test_case_reads_accuracy_and_peak_memory() -> None:
+    result = _run(TinyMLP())
+    assert result.accuracy is not None and result.accuracy.ok and result.accuracy.checked
+    # the intermediate 4x16 and the 4x4 output, float32, at least
+    assert result.peak_memory_bytes is not None and result.peak_memory_bytes >= 4 * 16 * 4
+    assert result.eager_peak_memory_bytes is None  # QUICK has no eager companion
+
+
+def test_accuracy_is_not_checked_when_eager_is_not_repeatable() -> None:
+    result = _run(ChangingAttribute(), settings=QUICK)
+    assert result.accuracy is not None and not result.accuracy.checked
+    assert "changes from call to call" in result.accuracy.describe()
+
+
+def test_log_artifact_names_are_read_from_torch() -> None:
+    from pytest_tweak.counters import known_log_artifacts
+
+    known = known_log_artifacts()
+    assert {"graph_breaks", "recompiles"} <= set(known)
+
+
+def test_recompile_limit_names_the_frame() -> None:
+    model = ChangingAttribute()
+    limit = recompile_limit()
+    result = _run(
+        model,
+        settings=MeasureSettings(
+            warmup_s=0.0, max_time_s=0.0, min_rounds=limit + 2, eager=False, reference=False
+        ),
+    )
+    assert result.recompile_limit_hit
+    (frame,) = result.recompile_limit_frames
+    assert frame.startswith("forward (") and "models.py:" in frame

@@ -133,3 +133,43 @@ def test_a_real_cuda_oom_fails_its_test_and_the_next_case_gets_the_memory_back(
     result = run_suite("--tweak-device=cuda")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*pytest-tweak: inductor-default on cuda:* OutOfMemoryError*"])
+
+
+def test_cuda_peak_memory_accuracy_and_speedup_under_bf16_autocast(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """Peak memory comes from the device allocator of the case's device; the bf16 output is
+    held to bf16's tolerance against eager; the speed-up is measured in the same run."""
+    pytester.makepyfile("""
+        import pytest, torch
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        @pytest.mark.tweak_configs(C(), C(autocast_enabled=True, autocast_dtype=torch.bfloat16))
+        def test_mlp(tweak):
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(
+                torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)
+            ).eval()
+            x = torch.randn(256, 1024)
+            with torch.no_grad():
+                result = tweak.benchmark(model, x)
+            itemsize = 2 if tweak.config.autocast_enabled else 4
+            out_bytes = 256 * 1024 * itemsize
+            print(
+                f"{tweak.config.id}: peak {result.peak_memory_bytes} B, eager "
+                f"{result.eager_peak_memory_bytes} B; {result.accuracy.describe()}; "
+                f"speed-up {result.speedup.median:.2f}x"
+            )
+            assert result.output.dtype == (torch.bfloat16 if itemsize == 2 else torch.float32)
+            assert result.peak_memory_bytes >= out_bytes
+            assert result.eager_peak_memory_bytes >= out_bytes
+            assert result.accuracy.checked and result.accuracy.ok
+    """)
+    result = run_suite("--tweak-device=cuda", "-s")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "default: peak * B, eager * B; matches eager: *; speed-up *x",
+            "autocast-bf16: peak * B, eager * B; matches eager: * (rtol 0.032, atol 0.01)*",
+        ]
+    )

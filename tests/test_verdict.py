@@ -213,3 +213,87 @@ def test_verdict_properties(
 )
 def test_format_seconds(seconds: float, text: str) -> None:
     assert format_seconds(seconds) == text
+
+
+# -- limits, accuracy, compile time and memory ----------------------------------------------
+
+
+def test_limits_fail_a_case_without_a_baseline_naming_where_they_were_set() -> None:
+    from pytest_tweak.verdict import Limits, case_failures
+
+    limits = Limits(graph_breaks=0, recompiles=1, graph_breaks_source="@pytest.mark.tweak_limits")
+    failures = case_failures(limits, graph_breaks=2, recompiles=1, accuracy_problem=None)
+    assert failures == ("graph breaks 2 exceed the limit 0 (set by @pytest.mark.tweak_limits)",)
+    verdict = judge(
+        None, run(1.0), graph_breaks=2, recompiles=1, judging=JUDGING, failures=failures
+    )
+    assert verdict.status is Status.FAILED and verdict.failed
+    assert Limits().check(99, 99) == ()  # no limits by default
+
+
+def test_a_wrong_result_fails_whatever_the_speed() -> None:
+    from pytest_tweak.verdict import Limits, case_failures
+
+    failures = case_failures(Limits(), graph_breaks=0, recompiles=0, accuracy_problem="wrong")
+    # much faster than the baseline, and still failed
+    verdict = judge(
+        entry(run(1.0)), run(0.5), graph_breaks=1, recompiles=2, judging=JUDGING, failures=failures
+    )
+    assert verdict.status is Status.FAILED and verdict.failures == ("wrong",)
+    assert verdict.change is not None and verdict.change.status is Status.IMPROVED
+
+
+def _entry_with(**fields: object) -> BaselineEntry:
+    from dataclasses import replace
+
+    return replace(entry(run(1e-3)), **fields)  # type: ignore[arg-type]
+
+
+def _judge_extra(base: BaselineEntry, **kwargs: object):
+    return judge(base, run(1e-3), graph_breaks=1, recompiles=2, judging=JUDGING, **kwargs)  # type: ignore[arg-type]
+
+
+def test_compile_time_regresses_beyond_its_threshold_and_floor_with_the_same_cache_state() -> None:
+    base = _entry_with(compile_time_s=3.0, compile_cache="hit")
+    slow = _judge_extra(base, compile_time_s=6.0, compile_cache="hit")
+    assert slow.status is Status.REGRESSED
+    (problem,) = slow.problems
+    assert problem == ("compile time 6 s vs baseline 3 s: +100% (cache hit), threshold 50% and 1 s")
+    # within the threshold, or above it by less than the floor: not a regression
+    assert not _judge_extra(base, compile_time_s=4.4, compile_cache="hit").problems
+    tiny = _entry_with(compile_time_s=0.2, compile_cache="hit")
+    assert not _judge_extra(tiny, compile_time_s=0.9, compile_cache="hit").problems
+
+
+def test_compile_time_is_not_compared_across_cache_states() -> None:
+    base = _entry_with(compile_time_s=3.0, compile_cache="hit")
+    verdict = _judge_extra(base, compile_time_s=30.0, compile_cache="miss")
+    assert not verdict.problems
+    assert any(
+        "the inductor cache was miss in this run and hit in the baseline's" in n
+        for n in verdict.notes
+    )
+    # an old entry without the cache state is not gated at all
+    assert not _judge_extra(_entry_with(compile_time_s=3.0), compile_time_s=30.0).problems
+
+
+def test_peak_memory_regresses_beyond_its_threshold() -> None:
+    base = _entry_with(peak_memory_bytes=1024 * 1024)
+    grown = _judge_extra(base, peak_memory_bytes=1536 * 1024)
+    assert grown.status is Status.REGRESSED
+    assert grown.problems == ("peak memory 1.5 MiB vs baseline 1 MiB: +50%, threshold 10%",)
+    assert not _judge_extra(base, peak_memory_bytes=1100 * 1024).problems
+    assert not _judge_extra(_entry_with(), peak_memory_bytes=10**9).problems  # no baseline figure
+
+
+def test_format_bytes() -> None:
+    from pytest_tweak.verdict import format_bytes
+
+    assert [format_bytes(n) for n in (None, 0, 1023, 1536, 3 * 1024**2, 5 * 1024**3)] == [
+        "-",
+        "0 B",
+        "1023 B",
+        "1.5 KiB",
+        "3 MiB",
+        "5 GiB",
+    ]

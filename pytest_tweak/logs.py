@@ -1,0 +1,82 @@
+"""``TORCH_LOGS`` artifacts (``graph_breaks``, ``recompiles``, ...) captured for one case.
+
+torch writes its logs through the loggers it registers (``torch``, ``torch._dynamo``,
+``torch._inductor``, ...), each with its own stderr handler and ``propagate=False``.
+`capture_torch_logs` turns the artifacts on with the public ``torch._logging.set_logs``, puts a
+handler that writes to memory in place of those stderr handlers for the duration, and resets
+torch's log settings afterwards. When the ``TORCH_LOGS`` environment variable is set, torch
+ignores ``set_logs``: what ``TORCH_LOGS`` asks for is captured instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+from collections.abc import Callable, Iterator, Sequence
+
+__all__ = ["CapturedLogs", "capture_torch_logs"]
+
+
+class CapturedLogs:
+    """The text torch logged while capturing."""
+
+    def __init__(self) -> None:
+        self._stream = io.StringIO()
+
+    @property
+    def text(self) -> str:
+        return self._stream.getvalue()
+
+
+class _ArtifactFilter(logging.Filter):
+    """Keep the records of the requested artifacts (loggers named ``<module>.__<artifact>``),
+    each once, and prefix them with the artifact's name as ``TORCH_LOGS`` does."""
+
+    def __init__(self, artifacts: Sequence[str]) -> None:
+        super().__init__()
+        self._suffixes = {f"__{name}" for name in artifacts}
+        self._seen: set[int] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        suffix = record.name.rsplit(".", 1)[-1]
+        if suffix not in self._suffixes or id(record) in self._seen:
+            return False
+        self._seen.add(id(record))
+        record.artifact = suffix
+        return True
+
+
+@contextlib.contextmanager
+def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
+    """Turn on ``artifacts`` and capture what torch logs for them; nothing happens without
+    any."""
+    captured = CapturedLogs()
+    if not artifacts:
+        yield captured
+        return
+    import torch._logging
+
+    # public API (torch.compiler docs), not listed in torch._logging's __all__
+    set_logs: Callable[..., None] = torch._logging.set_logs  # type: ignore[attr-defined]
+    set_logs(**dict.fromkeys(artifacts, True))
+    handler = logging.StreamHandler(captured._stream)
+    handler.addFilter(_ArtifactFilter(artifacts))
+    handler.setFormatter(logging.Formatter("[%(artifact)s] %(message)s"))
+    swapped: list[tuple[logging.Logger, list[logging.Handler]]] = []
+    for name, logger in list(logging.Logger.manager.loggerDict.items()):
+        if not isinstance(logger, logging.Logger) or not logger.handlers:
+            continue
+        if name != "torch" and not name.startswith("torch."):
+            continue
+        swapped.append((logger, list(logger.handlers)))
+        # torch's own stderr handlers (plain StreamHandlers) give way to ours for the case;
+        # anything else (pytest's log capture) stays
+        kept = [h for h in logger.handlers if type(h) is not logging.StreamHandler]
+        logger.handlers = [*kept, handler]
+    try:
+        yield captured
+    finally:
+        set_logs()  # torch's default levels and handlers ...
+        for logger, handlers in swapped:  # ... and exactly the handlers there were before
+            logger.handlers = handlers

@@ -1,0 +1,53 @@
+"""TORCH_LOGS artifacts captured for one case, and torch's logging left as it was."""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from pytest_tweak.counters import reset_dynamo
+from pytest_tweak.logs import capture_torch_logs
+
+
+def _breaking(x: torch.Tensor) -> torch.Tensor:
+    x = x + 1
+    print("", end="")
+    return x * 2
+
+
+def _torch_handlers() -> dict[str, list[logging.Handler]]:
+    return {
+        name: list(logger.handlers)
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and name.startswith("torch") and logger.handlers
+    }
+
+
+def test_the_asked_artifacts_are_captured_and_nothing_else(capfd) -> None:
+    reset_dynamo()
+    with capture_torch_logs(["graph_breaks"]) as logs:
+        torch.compile(_breaking, backend="eager")(torch.ones(3))
+    text = logs.text
+    assert text.startswith("[__graph_breaks] Graph break in user code at ")
+    assert "test_logs.py" in text and "Failed to trace builtin operator" in text
+    assert "__trace" not in text and "[__recompiles]" not in text
+    # torch's own stderr handler gave way for the case: nothing printed twice
+    assert "Graph break in user code" not in capfd.readouterr().err
+
+
+def test_torch_logging_is_reset_afterwards_and_nothing_is_captured_without_artifacts() -> None:
+    with capture_torch_logs([]) as logs:
+        reset_dynamo()
+        torch.compile(_breaking, backend="eager")(torch.ones(3))
+    assert logs.text == ""
+    before = _torch_handlers()  # after a compile: torch sets up its trace logger lazily
+    with capture_torch_logs(["recompiles"]):
+        pass
+    reset_dynamo()
+    with capture_torch_logs([]) as logs:
+        torch.compile(_breaking, backend="eager")(torch.ones(3))
+    assert logs.text == ""
+    assert {name: len(h) for name, h in _torch_handlers().items()} == {
+        name: len(h) for name, h in before.items()
+    }
