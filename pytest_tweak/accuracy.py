@@ -10,12 +10,17 @@ fuses, reorders reductions and keeps low-precision intermediates in float32, so 
 result is *a* correct rounding, not eager's rounding. float32 uses the 1e-4 relative tolerance
 PyTorch's own dynamo benchmark harness uses for inference; half precisions allow a few units
 in the last place. Under autocast, an output is held to the autocast dtype's tolerance even
-when it comes back as float32 (its values went through that dtype on the way).
+when it comes back as float32 (its values went through that dtype on the way). A float32
+output on cuda while TF32 is allowed (``torch.backends.cudnn.allow_tf32``, on by default, or
+``torch.backends.cuda.matmul.allow_tf32``) is held to TF32's tolerance, the one PyTorch's own
+tests use for TF32 (``tf32_on_and_off(0.005)``): its convolutions and matrix products round
+inputs to a 10-bit mantissa, and eager and inductor may pick different kernels.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -46,12 +51,19 @@ _TOLERANCES: dict[torch.dtype, Tolerance] = {
     torch.bfloat16: Tolerance(3.2e-2, 1e-2),
 }
 _FLOAT8 = Tolerance(0.25, 0.1)
+#: float32 (and complex64) computed with TF32 convolutions or matrix products on cuda.
+_TF32 = Tolerance(1e-3, 5e-3)
 
 
-def default_tolerance(dtype: torch.dtype, autocast_dtype: torch.dtype | None = None) -> Tolerance:
+def default_tolerance(
+    dtype: torch.dtype, autocast_dtype: torch.dtype | None = None, *, tf32: bool = False
+) -> Tolerance:
     """The tolerance for an output of ``dtype``; under autocast, no tighter than the autocast
-    dtype's. Integer and boolean outputs must be equal."""
+    dtype's; with ``tf32`` (TF32 allowed on cuda), a float32 output gets TF32's tolerance.
+    Integer and boolean outputs must be equal."""
     own = _TOLERANCES.get(dtype)
+    if own is not None and tf32 and dtype in (torch.float32, torch.complex64):
+        own = _TF32
     if own is None:
         own = _FLOAT8 if dtype.is_floating_point else Tolerance(0.0, 0.0)
     if autocast_dtype is None:
@@ -239,7 +251,7 @@ def _compare_tensors(
     if actual.dtype != expected.dtype:
         _fail(worst, where, f"dtype {actual.dtype} where eager has {expected.dtype}")
         return
-    default = default_tolerance(expected.dtype, autocast_dtype)
+    default = default_tolerance(expected.dtype, autocast_dtype, tf32=_tf32_allowed(expected))
     tolerance = Tolerance(
         default.rtol if rtol is None else rtol, default.atol if atol is None else atol
     )
@@ -283,3 +295,12 @@ def _compare_tensors(
     elif worst.problem is None and excess > worst.excess:
         worst.excess = excess
         worst.tolerance = tolerance
+
+
+def _tf32_allowed(tensor: torch.Tensor) -> bool:
+    """Whether cuda may have computed ``tensor`` with TF32 (convolutions or matrix products)."""
+    if tensor.device.type != "cuda":
+        return False
+    with warnings.catch_warnings():  # newer torch may call these flags legacy
+        warnings.simplefilter("ignore")
+        return bool(torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32)

@@ -115,3 +115,12 @@ def test_the_rule_is_assert_closes_rule(values: list[float], scale: float) -> No
     close = torch.isclose(actual.double(), expected.double(), tolerance.rtol, tolerance.atol)
     assert accuracy.ok == bool(close.all())
     assert accuracy.max_abs == pytest.approx(float((actual - expected).abs().max()), abs=1e-9)
+
+
+def test_float32_under_tf32_gets_tf32_tolerance_and_other_dtypes_keep_theirs() -> None:
+    assert default_tolerance(torch.float32) == Tolerance(1e-4, 1e-5)
+    assert default_tolerance(torch.float32, tf32=True) == Tolerance(1e-3, 5e-3)
+    assert default_tolerance(torch.bfloat16, tf32=True) == default_tolerance(torch.bfloat16)
+    assert default_tolerance(torch.float64, tf32=True) == default_tolerance(torch.float64)
+    # autocast is never tighter than TF32's
+    assert default_tolerance(torch.float32, torch.bfloat16, tf32=True).atol == 1e-2
