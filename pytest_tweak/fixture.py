@@ -13,6 +13,7 @@ import torch
 from .backends import Backend, TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
 from .devices import to_device
+from .fingerprint import differences
 from .logs import capture_torch_logs
 from .plugin import implementers
 from .report import failure_message
@@ -225,10 +226,26 @@ class TweakFixture:
         if run is None:
             return Verdict(Status.FAILED if failures else Status.NOT_COMPARED, failures=failures)
         item = self._request.node
+        baseline = session.baselines.get(item.nodeid)
+        changed = [] if baseline is None else differences(baseline.fingerprint, session.fingerprint)
+        if changed:
+            session.environment_changed[item.nodeid] = changed
+            where = "the baseline was recorded in another environment: " + "; ".join(changed)
+            policy = session.options.fingerprint_policy
+            if policy == "skip":
+                status = Status.FAILED if failures else Status.NOT_COMPARED
+                note = f"not compared (--tweak-fingerprint-policy=skip): {where}"
+                return Verdict(status, failures=failures, notes=(note,))
+            if policy == "fail":
+                failures = (
+                    *failures,
+                    f"{where} (--tweak-fingerprint-policy=fail: record a baseline here with "
+                    "--tweak-save)",
+                )
         hook = self._request.config.hook.pytest_tweak_verdict
         verdict = hook(
             item=item,
-            baseline=session.baselines.get(item.nodeid),
+            baseline=baseline,
             run=run,
             result=result,
             judging=session.options.judging[self.device.type],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -137,6 +137,13 @@ LOGS_HELP = (
 )
 LIST_OPTIONS_HELP = "print the inductor modes and options this torch knows, and exit"
 
+FINGERPRINT_POLICIES = ("warn", "skip", "fail")
+FINGERPRINT_POLICY_HELP = (
+    "when a case's baseline was recorded in another environment (its fingerprint: torch, "
+    "python, cpu, threads, device name, ... differs): 'warn' compares and says so in the "
+    "message and the summary, 'skip' does not compare, 'fail' fails the test (default: warn)"
+)
+
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
@@ -168,6 +175,7 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("rtol", "X", RTOL_HELP),
     ("atol", "X", ATOL_HELP),
     ("logs", "ARTIFACTS", LOGS_HELP),
+    ("fingerprint_policy", "warn|skip|fail", FINGERPRINT_POLICY_HELP),
 )
 #: Marker keywords of ``tweak_limits``.
 _LIMIT_KEYS = ("graph_breaks", "recompiles")
@@ -430,6 +438,9 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         checks=checks,
         limits=_default_limits(config),
         logs=_log_artifacts(config),
+        fingerprint_policy=_choice(
+            config, "tweak_fingerprint_policy", FINGERPRINT_POLICIES, "warn"
+        ),
     )
 
 
@@ -877,6 +888,24 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
     )
 
 
+def _environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
+    """The summary's word on cases whose baseline was recorded in another environment."""
+    fields = sorted(
+        {difference.split(":", 1)[0] for found in changed.values() for difference in found}
+    )
+    what = (
+        f"{len(changed)} case(s) had a baseline recorded in another environment "
+        f"(differs: {', '.join(fields)})"
+    )
+    outcome = {
+        "warn": "compared anyway (--tweak-fingerprint-policy=warn); record baselines here with "
+        "--tweak-save, or choose skip or fail",
+        "skip": "not compared (--tweak-fingerprint-policy=skip)",
+        "fail": "failed (--tweak-fingerprint-policy=fail)",
+    }[policy]
+    return f"pytest-tweak: {what}: {outcome}"
+
+
 class _RunHooks:
     """Hooks that need the run's `TweakSession`; registered once per run as ``tweak-run``."""
 
@@ -908,6 +937,11 @@ class _RunHooks:
             for line in lines:
                 terminalreporter.write_line(line)
             terminalreporter.write_line(f"fingerprint: {render_fingerprint(tweak.fingerprint)}")
+        if tweak.environment_changed:
+            terminalreporter.write_line(
+                _environment_line(tweak.environment_changed, tweak.options.fingerprint_policy),
+                yellow=True,
+            )
         path = tweak.options.baseline_path
         if tweak.skipped:
             terminalreporter.write_line(

@@ -31,6 +31,8 @@ class TweakOptions:
     checks: CaseChecks = field(default_factory=CaseChecks)
     limits: Limits = field(default_factory=Limits)  # the defaults; a marker overrides them
     logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
+    #: A baseline recorded in another environment: "warn", "skip" or "fail".
+    fingerprint_policy: str = "warn"
 
 
 @dataclass
@@ -78,6 +80,8 @@ class TweakSession:
         self.registry: BackendRegistry | None = None
         #: The environment fingerprint, once a collected test uses ``tweak``.
         self.fingerprint: dict[str, Any] = {}
+        #: Cases whose baseline was recorded in another environment: test id -> differences.
+        self.environment_changed: dict[str, list[str]] = {}
 
     def load(self) -> None:
         """Read the baseline file (`BaselineError` when it is broken; a broken entry is

@@ -21,12 +21,14 @@ def test_every_valued_option_refuses_garbage_naming_the_option_and_the_value(
 ) -> None:
     pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
     flag = "--" + f"tweak_{name}".replace("_", "-")
+    # checking TORCH_LOGS names imports torch, which cannot be imported twice in one process
+    run = pytester.runpytest_subprocess if name == "logs" else pytester.runpytest
     if where == "cli":
-        result = pytester.runpytest(f"{flag}=@bad@")
+        result = run(f"{flag}=@bad@")
         source = flag
     else:
         pytester.makeini(f"[pytest]\ntweak_{name} = @bad@\n")
-        result = pytester.runpytest()
+        result = run()
         source = f"ini option tweak_{name}"
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {source}: *'@bad@'*"])

@@ -52,3 +52,67 @@ def test_differences_name_the_changed_shared_fields() -> None:
     new = {"torch": "2.13", "cpu": "A", "added": 2}
     assert differences(old, new) == ["torch: '2.12' -> '2.13'"]
     assert render_fingerprint({"torch": "2.13", "threads": 2}) == "torch=2.13, threads=2"
+
+
+POLICY_SUITE = """
+import torch
+
+def test_lin(tweak):
+    with torch.no_grad():
+        tweak.benchmark(torch.nn.Linear(16, 16).eval(), torch.randn(4, 16))
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "outcome", "lines"),
+    [
+        (
+            None,
+            {"passed": 1},
+            [
+                "*test_lin*cpu*inductor*default*",
+                "pytest-tweak: 1 case(s) had a baseline recorded in another environment "
+                "(differs: torch): compared anyway (--tweak-fingerprint-policy=warn)*",
+            ],
+        ),
+        (
+            "skip",
+            {"passed": 1},
+            [
+                "*test_lin*cpu*inductor*default*not compared",
+                "pytest-tweak: 1 case(s) had a baseline recorded in another environment "
+                "(differs: torch): not compared (--tweak-fingerprint-policy=skip)",
+            ],
+        ),
+        (
+            "fail",
+            {"failed": 1},
+            [
+                "*the baseline was recorded in another environment: torch: '0.0-other' -> "
+                "'2.*' (--tweak-fingerprint-policy=fail: record a baseline here with "
+                "--tweak-save)*",
+                "pytest-tweak: 1 case(s) had a baseline recorded in another environment "
+                "(differs: torch): failed (--tweak-fingerprint-policy=fail)",
+            ],
+        ),
+    ],
+)
+def test_a_baseline_from_another_environment_follows_the_policy(
+    pytester: pytest.Pytester,
+    run_suite,
+    policy: str | None,
+    outcome: dict[str, int],
+    lines: list[str],
+) -> None:
+    pytester.makepyfile(test_policy=POLICY_SUITE)
+    run_suite("--tweak-save").assert_outcomes(passed=1)
+    path = pytester.path / "tweak-baselines.json"
+    data = json.loads(path.read_text())
+    (entry,) = data["cases"].values()
+    assert entry["fingerprint"]["torch"] == str(torch.__version__)
+    entry["fingerprint"]["torch"] = "0.0-other"  # recorded with another torch
+    path.write_text(json.dumps(data))
+    args = ["--tweak-threshold=1000"] + ([f"--tweak-fingerprint-policy={policy}"] if policy else [])
+    result = run_suite(*args)
+    result.assert_outcomes(**outcome)
+    result.stdout.fnmatch_lines(lines)
