@@ -15,6 +15,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pytest_tweak.verdict import format_bytes, format_seconds
+
 _HEADERS = (
     "case",
     "median",
@@ -33,23 +37,7 @@ _HEADERS = (
 
 
 def _seconds(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if value >= scale:
-            return f"{value / scale:.4g} {unit}"
-    return f"{value / 1e-9:.4g} ns"
-
-
-def _bytes(value: int | None) -> str:
-    if value is None:
-        return "-"
-    amount = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if amount < 1024 or unit == "GiB":
-            return f"{amount:.0f} {unit}" if unit == "B" else f"{amount:.3g} {unit}"
-        amount /= 1024
-    return "-"  # pragma: no cover
+    return "-" if value is None else format_seconds(value)
 
 
 def _median(summary: dict[str, Any] | None) -> float | None:
@@ -67,8 +55,8 @@ def row(name: str, info: dict[str, Any]) -> tuple[str, ...]:
         _seconds(_median(info.get("timing"))),
         _seconds(_median(info.get("eager"))),
         "-" if speedup is None else f"{speedup:.2f}x",
-        _bytes(info.get("peak_memory_bytes")),
-        _bytes(info.get("eager_peak_memory_bytes")),
+        format_bytes(info.get("peak_memory_bytes")),
+        format_bytes(info.get("eager_peak_memory_bytes")),
         f"{accuracy['max_abs']:.3g}" if checked else "-",
         f"{accuracy['max_rel']:.3g}" if checked else "-",
         f"{accuracy['rtol']:.3g}, {accuracy['atol']:.3g}" if checked else "-",
