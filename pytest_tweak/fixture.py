@@ -12,7 +12,7 @@ import torch
 
 from .backends import Backend, TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
-from .devices import to_device
+from .devices import release_memory, to_device
 from .fingerprint import differences
 from .logs import capture_torch_logs
 from .plugin import implementers
@@ -106,9 +106,17 @@ class TweakFixture:
         self.backend: Backend = backend if backend is not None else TorchInductorBackend(config)
         self.backend_name = backend_name
         self.result: BenchmarkResult | None = None
+        self._case_failed = False
 
     def __repr__(self) -> str:
         return f"<tweak device={self.device} backend={self.backend_name} config={self.config.id}>"
+
+    def _teardown(self) -> None:
+        """After a case that failed to run: by teardown, the frames of the failure (and the
+        reference cycles through them) are gone, so collecting now hands the failed model's
+        device memory back before the next test starts."""
+        if self._case_failed:
+            release_memory(self.device)
 
     def compile(self, model: Callable[..., Any]) -> Callable[..., Any]:
         """Move ``model`` to this case's device and compile it with this case's config."""
@@ -184,6 +192,7 @@ class TweakFixture:
                 "call", "tweak logs", logs.text or "(torch logged nothing)"
             )
         if error is not None:
+            self._case_failed = True
             pytest.fail(f"pytest-tweak: {error}", pytrace=False)
         self.result = result
         session = self._session

@@ -883,9 +883,11 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
             pytrace=False,
         )
     session = request.config.stash[_SESSION_KEY]
-    yield TweakFixture(
+    fixture = TweakFixture(
         request, session, case.device, case.config, backend, case.backend, case.limits
     )
+    yield fixture
+    fixture._teardown()
 
 
 def _environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:

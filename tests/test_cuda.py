@@ -105,40 +105,51 @@ def test_instruments_lend_one_flush_buffer_and_reference_per_cuda_device() -> No
     assert first(lambda: torch.ones(8, device=device).sum(), 4) > 0
 
 
-def test_a_real_cuda_oom_fails_its_test_and_the_next_case_runs(
+def test_a_real_cuda_oom_fails_its_test_releases_the_model_and_the_next_case_runs(
     pytester: pytest.Pytester, run_suite
 ) -> None:
     pytester.makepyfile("""
+        import gc, weakref
         import torch
 
+        gc.disable()
+
         BEFORE = []
+        WEIGHT = []
+        WEIGHT_BYTES = 4096 * 4096 * 4
 
         class Oom(torch.nn.Module):
             def __init__(self):
                 super().__init__()
-                self.w = torch.nn.Parameter(torch.randn(4096, 4096))  # 64 MB on the device
+                self.w = torch.nn.Parameter(torch.randn(4096, 4096))  # 64 MiB on the device
 
             def forward(self, x):
                 return x @ self.w, torch.empty(1 << 40, device=x.device)  # 4 TiB: OOM
 
+        def oom():
+            model = Oom()
+            WEIGHT.append(weakref.ref(model.w))  # the same Parameter once moved to cuda
+            return model
+
         def test_oom(tweak):
             BEFORE.append(torch.cuda.memory_allocated())
-            tweak.benchmark(Oom(), torch.randn(64, 4096))
+            tweak.benchmark(oom(), torch.randn(64, 4096))
 
         def test_after(tweak):
+            # no gc.collect() here: pytest-tweak hands the failed case's memory back itself
             held = torch.cuda.memory_allocated() - BEFORE[0]
+            # what may stay: cuBLAS's workspace, kept by torch for the handle's lifetime
             print(f"after the OOM: {held} bytes more allocated than before it")
+            assert WEIGHT[0]() is None, "the failed case's model is still referenced"
+            assert held < WEIGHT_BYTES, held
             result = tweak.benchmark(torch.nn.Linear(64, 64), torch.randn(8, 64))
             assert result.median_s > 0
     """)
     result = run_suite("--tweak-device=cuda", "-s")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(
-        [
-            "*after the OOM: * bytes more allocated than before it*",
-            "*pytest-tweak: inductor-default on cuda:* OutOfMemoryError*",
-        ]
-    )
+    # -s output and the failure section interleave: two independent matches
+    result.stdout.fnmatch_lines(["*pytest-tweak: inductor-default on cuda:* OutOfMemoryError*"])
+    result.stdout.fnmatch_lines(["*after the OOM: * bytes more allocated than before it*"])
 
 
 def test_cuda_peak_memory_accuracy_and_speedup_under_bf16_autocast(

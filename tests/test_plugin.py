@@ -729,8 +729,7 @@ def test_a_real_injected_regression_fails_exactly_its_test_with_the_numbers(
     # generous noise and threshold (the pytester runs are short and the machine is shared)
     # against a fourfold stack of layers; compile time is not what this test is about
     result = run_suite(
-        *longer,
-        "--tweak-threshold=50", "--tweak-run-noise=5", "--tweak-compile-threshold=1000"
+        *longer, "--tweak-threshold=50", "--tweak-run-noise=5", "--tweak-compile-threshold=1000"
     )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_slowing.py::test_slowed[[]cpu-default[]]*"])
