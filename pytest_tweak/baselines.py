@@ -49,12 +49,12 @@ import math
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from .locks import LockTimeout, exclusive
 from .stats import Summary
 
 __all__ = [
@@ -408,55 +408,19 @@ def _locked(path: Path, timeout_s: float | None = None) -> Iterator[None]:
     """Hold an exclusive lock on ``.NAME.lock`` beside ``path`` (across processes)."""
     wait_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
     lock_path = path.with_name(f".{path.name}.lock")
+    held = contextlib.ExitStack()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        held.enter_context(exclusive(lock_path, wait_s))
+    except LockTimeout:
+        raise BaselineError(
+            path,
+            f"another process has held its save lock ({lock_path}) for over "
+            f"{wait_s:g} s; nothing was saved",
+        ) from None
     except OSError as exc:
         raise BaselineError(path, f"could not be locked for saving ({lock_path}): {exc}") from exc
-    try:
-        deadline = time.monotonic() + wait_s
-        while not _try_lock(fd):
-            if time.monotonic() >= deadline:
-                raise BaselineError(
-                    path,
-                    f"another process has held its save lock ({lock_path}) for over "
-                    f"{wait_s:g} s; nothing was saved",
-                )
-            time.sleep(0.01)
-        try:
-            yield
-        finally:
-            _unlock(fd)
-    finally:
-        os.close(fd)
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        return True
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
-
-else:
-    import fcntl
-
-    def _try_lock(fd: int) -> bool:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
+    with held:
+        yield
 
 
 def _umask() -> int:

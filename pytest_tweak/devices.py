@@ -20,9 +20,13 @@ __all__ = [
     "DEVICES",
     "Availability",
     "availability",
+    "device_count",
+    "lock_name",
     "make_synchronizer",
+    "parse_device",
     "release_memory",
     "to_device",
+    "worker_device",
 ]
 
 #: The device types pytest-tweak knows, in the order they are reported.
@@ -68,6 +72,53 @@ def availability(device: str) -> Availability:
     return Availability(device, True, f"torch.{device}.is_available() is True, {count} device(s)")
 
 
+def parse_device(text: str) -> tuple[str, int | None]:
+    """``"cuda:1"`` -> ``("cuda", 1)``, ``"cpu"`` -> ``("cpu", None)``; `ValueError` names
+    what is wrong."""
+    name, sep, index = text.strip().lower().partition(":")
+    if name not in DEVICES:
+        raise ValueError(f"unknown device {text.strip()!r}; allowed: {', '.join(DEVICES)}")
+    if not sep:
+        return name, None
+    if name == "cpu":
+        raise ValueError(f"{text.strip()!r}: cpu takes no index")
+    if not index.isdigit():
+        raise ValueError(f"{text.strip()!r}: the index after ':' must be a number >= 0")
+    return name, int(index)
+
+
+def worker_device(
+    device: str, *, pool: tuple[int, ...] = (), worker: str | None = None, count: int = 1
+) -> str:
+    """The device a process runs ``device`` cases on: ``cpu``, or an accelerator with index.
+
+    Under pytest-xdist, ``worker`` is the worker id (``gw0``, ``gw1``, ...): worker ``n`` takes
+    ``pool[n % len(pool)]`` when the devices were listed (``--tweak-device=cuda:0,cuda:1``),
+    else device ``n % count`` of the ``count`` the machine has, so N workers on N GPUs measure
+    one case per GPU at a time. Outside xdist: the first listed index, else ``device`` as it
+    is (torch's current device of that type).
+    """
+    if device == "cpu" or (worker is None and not pool):
+        return device
+    n = 0
+    if worker is not None:
+        digits = worker[2:] if worker.startswith("gw") else worker
+        n = int(digits) if digits.isdigit() else 0
+    if pool:
+        return f"{device}:{pool[n % len(pool)]}"
+    return f"{device}:{n % max(count, 1)}"
+
+
+def device_count(device: str) -> int:
+    """How many devices of type ``device`` torch sees (1 for cpu)."""
+    import torch
+
+    if device == "cpu":
+        return 1
+    module = getattr(torch, device, None)
+    return _device_count(module) if module is not None else 0
+
+
 def _device_count(module: Any) -> int:
     counter = getattr(module, "device_count", None)
     return int(counter()) if counter is not None else 1
@@ -94,6 +145,16 @@ def make_synchronizer(device: torch.device) -> Callable[[], None]:
 
 def _no_sync() -> None:
     return None
+
+
+def lock_name(device: torch.device) -> str:
+    """The name of the lock for ``device``: ``cpu``, or the type and the index it stands for
+    (``cuda`` alone is torch's current device)."""
+    import torch
+
+    if device.type == "cpu" or device.index is not None:
+        return str(device)
+    return f"{device.type}:{torch.get_device_module(device.type).current_device()}"
 
 
 def release_memory(device: torch.device) -> None:

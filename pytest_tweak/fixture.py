@@ -12,12 +12,13 @@ import torch
 
 from .backends import Backend, TorchInductorBackend
 from .case import BenchmarkResult, CaseError, run_case
-from .devices import release_memory, to_device
+from .devices import lock_name, release_memory, to_device
 from .fingerprint import differences
+from .locks import device_lock
 from .logs import capture_torch_logs
 from .plugin import implementers
 from .report import failure_message
-from .session import CaseRecord, TweakSession
+from .session import CaseRecord, LockUse, TweakSession
 from .stats import Summary
 from .verdict import Change, Limits, Status, Verdict
 
@@ -50,18 +51,23 @@ class _ReplayClock:
 class _PedanticRunner:
     """Report a case's samples through pytest-benchmark, so its table and files show them."""
 
-    def __init__(self, benchmark: Any) -> None:
+    def __init__(self, benchmark: Any, *, measure: bool | None = None) -> None:
         self._benchmark = benchmark
+        # pytest-benchmark turns itself off under xdist; pytest-tweak measures anyway (the
+        # device lock keeps workers apart) unless benchmarks were turned off on purpose
+        self._measure = not benchmark.disabled if measure is None else measure
 
     @property
     def disabled(self) -> bool:
-        return bool(self._benchmark.disabled)
+        return not self._measure
 
     def run_once(self, call: Callable[[], Any]) -> Any:
         return self._benchmark.pedantic(call, rounds=1, iterations=1)
 
     def record(self, samples: Sequence[float], iterations: int) -> None:
         benchmark = self._benchmark
+        if benchmark.disabled:  # off under xdist: its table and files are not made
+            return
         if not hasattr(benchmark, "_timer"):
             raise RuntimeError(
                 "pytest-tweak cannot hand its samples to this pytest-benchmark version "
@@ -70,6 +76,15 @@ class _PedanticRunner:
         # pedantic binds the timer when it starts: swap ours in for this one call
         benchmark._timer = _ReplayClock([s * iterations for s in samples])
         benchmark.pedantic(_noop, rounds=len(samples), iterations=iterations, warmup_rounds=0)
+
+
+def _benchmarks_disabled(request: pytest.FixtureRequest) -> bool:
+    """Benchmarks turned off on purpose (``--benchmark-disable``), not by pytest-benchmark
+    itself because xdist is active."""
+    config = request.config
+    return bool(config.getoption("benchmark_disable", False)) and not config.getoption(
+        "benchmark_enable", False
+    )
 
 
 def _noop() -> None:
@@ -166,10 +181,14 @@ class TweakFixture:
             )
         started = time.perf_counter()
         benchmark = self._request.getfixturevalue("benchmark")
-        runner = _PedanticRunner(benchmark)
+        runner = _PedanticRunner(benchmark, measure=not _benchmarks_disabled(self._request))
         nodeid = self._request.node.nodeid
         options = self._session.options
-        with capture_torch_logs(options.logs) as logs:
+        if self.device.index is not None:
+            torch.get_device_module(self.device.type).set_device(self.device.index)
+        lock = lock_name(self.device)
+        with capture_torch_logs(options.logs) as logs, device_lock(lock) as waited_s:
+            held_from = time.time()
             try:
                 result = run_case(
                     model,
@@ -187,6 +206,7 @@ class TweakFixture:
                 error: CaseError | None = exc
             else:
                 error = None
+            self._session.lock_uses.append(LockUse(nodeid, lock, waited_s, held_from, time.time()))
         if options.logs:
             self._request.node.add_report_section(
                 "call", "tweak logs", logs.text or "(torch logged nothing)"

@@ -19,12 +19,12 @@ import pytest
 
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
-from .devices import DEVICES
+from .devices import DEVICES, parse_device
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .measure import CaseChecks, MeasureSettings
 from .registry import DEFAULT_BACKEND, BackendRegistry, BackendSpec, RegistryError
 from .report import options_listing, summary_lines
-from .session import TweakOptions, TweakSession
+from .session import LockUse, TweakOptions, TweakSession
 from .verdict import COMPILE_FLOOR_S, Judging, Limits, Verdict
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ def _per_device_text(values: dict[str, float]) -> str:
 
 DEVICE_HELP = (
     "devices to run tweak cases on, comma separated or repeated: "
-    f"{', '.join(DEVICES)} (default: cpu)"
+    f"{', '.join(DEVICES)} (default: cpu); an index (cuda:0,cuda:1) lists the devices that "
+    "pytest-xdist workers take in turn"
 )
 SAVE_HELP = "record the measured cases into the baseline file (keeps every other entry)"
 APPEND_HELP = (
@@ -248,6 +249,8 @@ def pytest_configure(config: pytest.Config) -> None:
     session = TweakSession(_resolve_options(config))
     config.stash[_SESSION_KEY] = session
     config.pluginmanager.register(_RunHooks(session), "tweak-run")
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_ControllerHooks(session), "tweak-xdist-controller")
 
 
 class TweakWarning(pytest.PytestWarning):
@@ -334,15 +337,17 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
     devices_raw, source = _raw(config, "tweak_device")
     items = devices_raw if isinstance(devices_raw, list) else [devices_raw or "cpu"]
     devices: list[str] = []
+    pools: dict[str, list[int]] = {}
     for item in items:
-        for name in str(item).split(","):
-            name = name.strip().lower()
-            if name not in DEVICES:
-                raise pytest.UsageError(
-                    f"{source}: unknown device {name!r}; allowed: {', '.join(DEVICES)}"
-                )
+        for text in str(item).split(","):
+            try:
+                name, index = parse_device(text)
+            except ValueError as exc:
+                raise pytest.UsageError(f"{source}: {exc}") from None
             if name not in devices:
                 devices.append(name)
+            if index is not None and index not in pools.setdefault(name, []):
+                pools[name].append(index)
 
     save_raw, _ = _raw(config, "tweak_save")
     baseline_raw, source = _raw(config, "tweak_baseline")
@@ -430,6 +435,7 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
     )
     return TweakOptions(
         devices=tuple(devices),
+        device_pools={name: tuple(indices) for name, indices in pools.items()},
         baseline_path=Path(baseline),
         save=bool(save_raw),
         append=bool(_raw(config, "tweak_append")[0]),
@@ -674,7 +680,7 @@ class _Case:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "tweak" not in metafunc.fixturenames:
         return
-    from .devices import availability
+    from .devices import availability, device_count
 
     try:
         registry = _registry(metafunc.config)
@@ -691,6 +697,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     params = []
     for device in devices:
         found = availability(device)
+        pool = options.device_pools.get(device, ())
+        if found.available and pool and max(pool) >= device_count(device):
+            pytest.fail(
+                f"pytest-tweak: --tweak-device lists {device}:{max(pool)}, but torch sees "
+                f"{device_count(device)} {device} device(s) (indices from 0)",
+                pytrace=False,
+            )
         for name, config in cases:
             reason = (
                 f"device {device} is not available: {found.reason}"
@@ -864,6 +877,7 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
     up, times and counts; ``tweak.device``, ``tweak.config``, ``tweak.backend``,
     ``tweak.compile(model)``."""
     from .backends import Backend
+    from .devices import device_count, worker_device
     from .fixture import TweakFixture
 
     case = getattr(request, "param", None)
@@ -883,8 +897,14 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
             pytrace=False,
         )
     session = request.config.stash[_SESSION_KEY]
+    device = worker_device(
+        case.device,
+        pool=session.options.device_pools.get(case.device, ()),
+        worker=os.environ.get("PYTEST_XDIST_WORKER"),
+        count=device_count(case.device),
+    )
     fixture = TweakFixture(
-        request, session, case.device, case.config, backend, case.backend, case.limits
+        request, session, device, case.config, backend, case.backend, case.limits
     )
     yield fixture
     fixture._teardown()
@@ -908,6 +928,49 @@ def _environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
     return f"pytest-tweak: {what}: {outcome}"
 
 
+_WORKER_OUTPUT_KEY = "pytest_tweak"
+#: Waiting this long in all for another process's device lock is worth a line in the summary.
+_WAIT_WORTH_SAYING_S = 0.5
+
+
+def _lock_line(uses: Sequence[LockUse], workers: Sequence[str]) -> str | None:
+    """The summary's word on device locks: under xdist, that the workers measured one case
+    at a time per device; otherwise, only when this run waited for another process."""
+    if not uses:
+        return None
+    per_lock: dict[str, list[LockUse]] = {}
+    for use in uses:
+        per_lock.setdefault(use.lock, []).append(use)
+    parts = [
+        f"{lock}: {len(held)} case(s), waited {sum(u.waited_s for u in held):.1f} s"
+        for lock, held in sorted(per_lock.items())
+    ]
+    if len(workers) > 1:
+        return (
+            f"pytest-tweak: {len(workers)} xdist workers measured one case at a time per device "
+            f"(device locks; {'; '.join(parts)})"
+        )
+    if sum(use.waited_s for use in uses) >= _WAIT_WORTH_SAYING_S:
+        return (
+            "pytest-tweak: waited for another process measuring on the same device "
+            f"({'; '.join(parts)})"
+        )
+    return None
+
+
+class _ControllerHooks:
+    """On the pytest-xdist controller: takes in what each worker sent when it finished."""
+
+    def __init__(self, session: TweakSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        output = getattr(node, "workeroutput", {}).get(_WORKER_OUTPUT_KEY)
+        if output is not None:
+            self.session.absorb(output)
+
+
 class _RunHooks:
     """Hooks that need the run's `TweakSession`; registered once per run as ``tweak-run``."""
 
@@ -923,7 +986,12 @@ class _RunHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         tweak = self.session
         tweak.instruments.release()
-        if not tweak.options.save or not tweak.records:
+        worker_output = getattr(session.config, "workeroutput", None)
+        if worker_output is not None:  # a pytest-xdist worker: the controller saves and reports
+            worker = str(getattr(session.config, "workerinput", {}).get("workerid", "?"))
+            worker_output[_WORKER_OUTPUT_KEY] = tweak.worker_output(worker)
+            return
+        if not tweak.options.save or not (tweak.records or tweak.remote_entries):
             return
         try:
             tweak.save()
@@ -933,12 +1001,17 @@ class _RunHooks:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         tweak = self.session
-        lines = summary_lines(tweak.records.values())
+        if hasattr(terminalreporter.config, "workerinput"):
+            return
+        lines = summary_lines(tweak.summary_items())
         if lines:
             terminalreporter.write_sep("-", "tweak summary")
             for line in lines:
                 terminalreporter.write_line(line)
             terminalreporter.write_line(f"fingerprint: {render_fingerprint(tweak.fingerprint)}")
+        lock_line = _lock_line(tweak.lock_uses, tweak.workers)
+        if lock_line:
+            terminalreporter.write_line(lock_line)
         if tweak.environment_changed:
             terminalreporter.write_line(
                 _environment_line(tweak.environment_changed, tweak.options.fingerprint_policy),

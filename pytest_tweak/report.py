@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .verdict import Status, format_bytes, format_seconds
 
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from .session import CaseRecord
     from .verdict import Judging, Verdict
 
-__all__ = ["failure_message", "options_listing", "summary_lines"]
+__all__ = ["SummaryItem", "failure_message", "options_listing", "summary_item", "summary_lines"]
 
 _HEADERS = (
     "test",
@@ -180,14 +181,59 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
 
 
-def summary_lines(records: Iterable[CaseRecord]) -> list[str]:
+@dataclass(frozen=True)
+class SummaryItem:
+    """One case's part of the tweak summary, in plain values: what a pytest-xdist worker sends
+    the controller, which prints one summary for all workers.
+
+    Attributes:
+        nodeid: The test's node id.
+        row: The summary table's cells for the case.
+        status: The verdict's status (``regressed``, ``unchanged``, ...).
+        reasons: Lines on the case's graph breaks and recompiles worth reading.
+    """
+
+    nodeid: str
+    row: tuple[str, ...]
+    status: str
+    reasons: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid,
+            "row": list(self.row),
+            "status": self.status,
+            "reasons": list(self.reasons),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SummaryItem:
+        return cls(
+            nodeid=str(data["nodeid"]),
+            row=tuple(str(cell) for cell in data["row"]),
+            status=str(data["status"]),
+            reasons=tuple(str(line) for line in data.get("reasons", ())),
+        )
+
+
+def summary_item(record: CaseRecord) -> SummaryItem:
+    """The summary's view of one case."""
+    return SummaryItem(
+        nodeid=record.nodeid,
+        row=_row(record),
+        status=str(record.verdict.status),
+        reasons=tuple(_reasons(record.result)),
+    )
+
+
+def summary_lines(items: Iterable[SummaryItem]) -> list[str]:
     """The tweak summary: one row per case, then the graph-break reasons worth reading."""
-    records = list(records)
-    if not records:
+    items = list(items)
+    if not items:
         return []
-    lines = _table(_HEADERS, (_row(r) for r in records))
-    improved = [r for r in records if r.verdict.status is Status.IMPROVED]
-    inconclusive = [r for r in records if r.verdict.status is Status.INCONCLUSIVE]
+    lines = _table(_HEADERS, (item.row for item in items))
+    improved = [item for item in items if item.status == str(Status.IMPROVED)]
+    inconclusive = [item for item in items if item.status == str(Status.INCONCLUSIVE)]
     if improved:
         lines.append(
             f"{len(improved)} case(s) improved beyond the noise: "
@@ -199,13 +245,12 @@ def summary_lines(records: Iterable[CaseRecord]) -> list[str]:
             "(record baselines from several runs with --tweak-save --tweak-append, or measure "
             "longer with --tweak-max-time)"
         )
-    details = [(r, _reasons(r.result)) for r in records]
-    details = [(r, d) for r, d in details if d]
+    details = [item for item in items if item.reasons]
     if details:
         lines.append("")
-        for record, reason_lines in details:
-            lines.append(f"{record.nodeid.split('::', 1)[-1]}:")
-            lines += reason_lines
+        for item in details:
+            lines.append(f"{item.nodeid.split('::', 1)[-1]}:")
+            lines += item.reasons
     return lines
 
 

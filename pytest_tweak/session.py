@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .measure import CaseChecks, Instruments, MeasureSettings
+from .report import SummaryItem, summary_item
 from .verdict import Judging, Limits, Verdict, case_failures
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
@@ -33,6 +35,8 @@ class TweakOptions:
     logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
     #: A baseline recorded in another environment: "warn", "skip" or "fail".
     fingerprint_policy: str = "warn"
+    #: Device indices listed per accelerator type (``cuda:0,cuda:1``), taken by xdist workers.
+    device_pools: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -64,6 +68,18 @@ class CaseRecord:
     test_passed: bool | None = None  # set from the test's report
 
 
+@dataclass(frozen=True)
+class LockUse:
+    """One case's hold of its device lock: the lock, the seconds it waited for another
+    process, and the wall-clock (Unix) times it held the lock from and to."""
+
+    nodeid: str
+    lock: str
+    waited_s: float
+    held_from: float
+    held_to: float
+
+
 class TweakSession:
     """Baselines in, records and (with ``save``) the updated baseline file out."""
 
@@ -82,6 +98,13 @@ class TweakSession:
         self.fingerprint: dict[str, Any] = {}
         #: Cases whose baseline was recorded in another environment: test id -> differences.
         self.environment_changed: dict[str, list[str]] = {}
+        #: Every case's hold of its device lock, in the order the cases ran.
+        self.lock_uses: list[LockUse] = []
+        #: What pytest-xdist workers sent (on the controller): summary items, entries to
+        #: save, lock holds and the workers' ids.
+        self.remote_items: list[SummaryItem] = []
+        self.remote_entries: dict[str, BaselineEntry] = {}
+        self.workers: list[str] = []
 
     def load(self) -> None:
         """Read the baseline file (`BaselineError` when it is broken; a broken entry is
@@ -140,9 +163,41 @@ class TweakSession:
             )
         return entries
 
+    def summary_items(self) -> list[SummaryItem]:
+        """The summary's rows: this process's cases, then the workers' (by test id)."""
+        local = [summary_item(record) for record in self.records.values()]
+        return local + sorted(self.remote_items, key=lambda item: item.nodeid)
+
+    def worker_output(self, worker: str) -> dict[str, Any]:
+        """What a pytest-xdist worker sends the controller, in plain JSON values."""
+        return {
+            "worker": worker,
+            "summary": [summary_item(record).to_dict() for record in self.records.values()],
+            "entries": {
+                key: entry.as_dict()
+                for key, entry in (self.entries_to_save() if self.options.save else {}).items()
+            },
+            "lock_uses": [dataclasses.asdict(use) for use in self.lock_uses],
+            "environment_changed": self.environment_changed,
+            "fingerprint": self.fingerprint,
+        }
+
+    def absorb(self, output: Mapping[str, Any]) -> None:
+        """Take in what a worker sent (`worker_output`); on the controller."""
+        worker = str(output.get("worker", "?"))
+        self.workers.append(worker)
+        self.remote_items += [SummaryItem.from_dict(item) for item in output.get("summary", ())]
+        for key, data in output.get("entries", {}).items():
+            self.remote_entries[key] = BaselineEntry.from_dict(data, f"case {key!r} from {worker}")
+        self.lock_uses += [LockUse(**use) for use in output.get("lock_uses", ())]
+        self.environment_changed.update(output.get("environment_changed", {}))
+        if not self.fingerprint:
+            self.fingerprint = dict(output.get("fingerprint", {}))
+
     def save(self) -> dict[str, BaselineEntry]:
-        """Merge the passed cases into the baseline file; returns the entries written."""
-        entries = self.entries_to_save()
+        """Merge the passed cases (this process's and the workers') into the baseline file;
+        returns the entries written."""
+        entries = {**self.remote_entries, **self.entries_to_save()}
         save_baselines(self.options.baseline_path, entries, append=self.options.append)
         self.saved = entries
         return entries

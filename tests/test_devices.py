@@ -95,3 +95,42 @@ def test_to_device_moves_nested_tensors_and_keeps_the_rest() -> None:
     assert moved["t"][0].device.type == "meta" and moved["t"][1][1] == 3
     assert isinstance(moved["p"], Pair) and moved["p"].a.device.type == "meta"
     assert moved["p"].b == "s"
+
+
+def test_xdist_workers_take_the_devices_in_turn() -> None:
+    from pytest_tweak.devices import worker_device
+
+    # no xdist, no list: the device as given (torch's current device of that type)
+    assert worker_device("cuda", count=2) == "cuda"
+    assert worker_device("cpu", worker="gw3", count=1) == "cpu"
+    # N workers on N devices: one device each; more workers than devices: in turn
+    assert [worker_device("cuda", worker=f"gw{n}", count=2) for n in range(4)] == [
+        "cuda:0",
+        "cuda:1",
+        "cuda:0",
+        "cuda:1",
+    ]
+    # an explicit list (--tweak-device=xpu:2,xpu:3) is the pool, also outside xdist
+    assert worker_device("xpu", pool=(2, 3)) == "xpu:2"
+    assert [worker_device("xpu", pool=(2, 3), worker=f"gw{n}") for n in range(3)] == [
+        "xpu:2",
+        "xpu:3",
+        "xpu:2",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("gpu", "unknown device 'gpu'"),
+        ("cpu:0", "cpu takes no index"),
+        ("cuda:x", "must be a number"),
+        ("cuda:-1", "must be a number"),
+    ],
+)
+def test_a_bad_device_is_named(text: str, problem: str) -> None:
+    from pytest_tweak.devices import parse_device
+
+    with pytest.raises(ValueError, match=problem):
+        parse_device(text)
+    assert parse_device(" CUDA:1 ") == ("cuda", 1)

@@ -1,0 +1,138 @@
+"""pytest-xdist: workers measure under device locks, one case at a time per device, and the
+controller prints one summary and saves one baseline file with every worker's entries."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+pytest.importorskip("xdist")
+
+# Each model call stamps the wall clock from outside the compiled graph (a dynamo-disabled
+# function), so every case's window of model calls is recorded independently of the lock.
+XDIST_SUITE = """
+import json, os, time
+from pathlib import Path
+import pytest, torch
+
+STAMPS = []
+
+@torch._dynamo.disable
+def stamp():
+    STAMPS.append(time.time())
+
+
+class Net(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.lin = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        stamp()
+        return torch.relu(self.lin(x))
+
+
+@pytest.mark.parametrize("width", [16, 24, 32, 40, 48, 56])
+def test_case(tweak, width, request):
+    STAMPS.clear()
+    tweak.benchmark(Net(width).eval(), torch.randn(8, width))
+    out = Path(os.environ["TWEAK_STAMPS"]) / f"{width}.json"
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    out.write_text(json.dumps({"worker": worker, "first": STAMPS[0], "last": STAMPS[-1]}))
+"""
+
+
+def test_two_workers_measure_one_case_at_a_time_and_save_every_entry(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stamps = pytester.mkdir("stamps")
+    monkeypatch.setenv("TWEAK_STAMPS", str(stamps))
+    pytester.makepyfile(test_parallel=XDIST_SUITE)
+    result = run_suite("-n", "2", "--tweak-save")
+    result.assert_outcomes(passed=6)
+    windows = [json.loads(p.read_text()) for p in sorted(stamps.iterdir())]
+    assert len(windows) == 6
+    assert {w["worker"] for w in windows} == {"gw0", "gw1"}, windows  # both workers ran cases
+    for a, b in itertools.combinations(windows, 2):
+        overlap = min(a["last"], b["last"]) - max(a["first"], b["first"])
+        assert overlap <= 0, f"measurements overlapped by {overlap:.3f} s: {a} {b}"
+    # one summary on the controller, with every worker's cases, and one saved file
+    result.stdout.fnmatch_lines(
+        [
+            "*tweak summary*",
+            "*pytest-tweak: 2 xdist workers measured one case at a time per device "
+            "(device locks; cpu: 6 case(s), waited * s)",
+            "pytest-tweak: saved 6 case(s) to *tweak-baselines.json (kept 0 other entries)",
+        ]
+    )
+    rows = [line for line in result.stdout.lines if line.startswith("test_parallel.py::test_case ")]
+    assert len(rows) == 6, rows
+    cases = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
+    assert sorted(cases) == sorted(
+        f"test_parallel.py::test_case[cpu-default-{w}]" for w in (16, 24, 32, 40, 48, 56)
+    )
+    assert all(len(entry["runs"]) == 1 and entry["runs"][0]["timing"] for entry in cases.values())
+
+    # compared under xdist: every case judged against its entry, nothing lost on append
+    compared = run_suite("-n", "2", "--tweak-save", "--tweak-append")
+    compared.assert_outcomes(passed=6)
+    cases = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
+    assert len(cases) == 6 and all(len(entry["runs"]) == 2 for entry in cases.values())
+
+
+def test_without_xdist_nothing_about_locks_is_said(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import torch
+        def test_lin(tweak):
+            tweak.benchmark(torch.nn.Linear(8, 8), torch.randn(2, 8))
+    """)
+    result = run_suite()
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.stdout.lines if "device lock" in line]
+
+
+def test_a_held_device_lock_makes_the_case_wait_and_the_summary_says_so(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process measuring on the device (here: this test, holding the cpu lock from a
+    thread until the case is about to start, and 1.5 s more) delays the case; the summary
+    names the wait."""
+    import threading
+    import time
+
+    from pytest_tweak.locks import device_lock
+
+    ready = pytester.path / "about-to-benchmark"
+    monkeypatch.setenv("TWEAK_READY", str(ready))
+    pytester.makepyfile("""
+        import os, pathlib, torch
+        def test_lin(tweak):
+            pathlib.Path(os.environ["TWEAK_READY"]).write_text("now")
+            tweak.benchmark(torch.nn.Linear(8, 8), torch.randn(2, 8))
+    """)
+    held = threading.Event()
+
+    def hold() -> None:
+        with device_lock("cpu"):
+            held.set()
+            deadline = time.monotonic() + 120
+            while not ready.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.5)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait()
+    try:
+        result = run_suite()
+    finally:
+        thread.join()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: waited for another process measuring on the same device "
+            "(cpu: 1 case(s), waited * s)"
+        ]
+    )
