@@ -7,7 +7,6 @@ torch is not imported here at module level: a suite that never uses ``tweak`` pa
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -22,6 +21,19 @@ from .baselines import BaselineEntry, BaselineError, RunRecord
 from .devices import DEVICES
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .measure import CaseChecks, MeasureSettings
+from .options import (
+    DEFAULT_COMPILE_THRESHOLD_PCT,
+    DEFAULT_MEMORY_THRESHOLD_PCT,
+    DEFAULT_RUN_NOISE_PCT,
+    DEFAULT_THRESHOLD_PCT,
+    FINGERPRINT_POLICIES,
+    METRICS,
+    judging_per_device,
+    parse_choice,
+    parse_number,
+    parse_per_device,
+    per_device_text,
+)
 from .registry import DEFAULT_BACKEND, BackendRegistry, BackendSpec, RegistryError
 from .report import options_listing, summary_lines
 from .session import TweakOptions, TweakSession
@@ -34,18 +46,6 @@ if TYPE_CHECKING:
     from .fixture import TweakFixture
 
 DEFAULT_BASELINE = "tweak-baselines.json"
-#: Smallest slow-down that counts, in percent, per device type; measured in
-#: docs/measurement.md (false alarms and detection power at these values).
-DEFAULT_THRESHOLD_PCT: dict[str, float] = {"cpu": 5.0, "cuda": 1.0, "xpu": 1.0}
-#: Run-to-run noise of a median (one standard deviation, percent) assumed when a baseline
-#: holds one run; measured between fresh processes in docs/measurement.md.
-DEFAULT_RUN_NOISE_PCT: dict[str, float] = {"cpu": 3.0, "cuda": 0.5, "xpu": 0.5}
-METRICS = ("normalized", "absolute")
-
-
-def _per_device_text(values: dict[str, float]) -> str:
-    return ", ".join(f"{device} {value:g}" for device, value in values.items())
-
 
 DEVICE_HELP = (
     "devices to run tweak cases on, comma separated or repeated: "
@@ -60,12 +60,12 @@ APPEND_HELP = (
 BASELINE_HELP = f"the baseline file (default: {DEFAULT_BASELINE} in the rootdir)"
 THRESHOLD_HELP = (
     "smallest slow-down against the baseline that fails a test, in percent; one value, or "
-    f"DEVICE=PCT pairs (default: {_per_device_text(DEFAULT_THRESHOLD_PCT)})"
+    f"DEVICE=PCT pairs (default: {per_device_text(DEFAULT_THRESHOLD_PCT)})"
 )
 RUN_NOISE_HELP = (
     "run-to-run noise of a median in percent (one standard deviation), assumed when a "
     f"baseline holds a single run; one value or DEVICE=PCT pairs "
-    f"(default: {_per_device_text(DEFAULT_RUN_NOISE_PCT)})"
+    f"(default: {per_device_text(DEFAULT_RUN_NOISE_PCT)})"
 )
 METRIC_HELP = (
     "what the verdict compares: 'normalized' (the case's time over a fixed reference "
@@ -101,8 +101,6 @@ CPU_THREADS_HELP = (
     f"(default: {_DEFAULTS.cpu_threads or 0})"
 )
 
-DEFAULT_COMPILE_THRESHOLD_PCT = 50.0
-DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 MAX_GRAPH_BREAKS_HELP = (
     "fail a case with more graph breaks than this, baseline or not; a test's "
     "@pytest.mark.tweak_limits overrides it (default: no limit)"
@@ -137,7 +135,6 @@ LOGS_HELP = (
 )
 LIST_OPTIONS_HELP = "print the inductor modes and options this torch knows, and exit"
 
-FINGERPRINT_POLICIES = ("warn", "skip", "fail")
 FINGERPRINT_POLICY_HELP = (
     "when a case's baseline was recorded in another environment (its fingerprint: torch, "
     "python, cpu, threads, device name, ... differs): 'warn' compares and says so in the "
@@ -376,17 +373,14 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         "a percentage > 0",
         lambda v: v > 0,
     )
-    judging = {
-        device: Judging(
-            threshold_pct=thresholds[device],
-            run_noise_pct=noises[device],
-            metric=metric,
-            fail_inconclusive=fail_inconclusive,
-            compile_threshold_pct=compile_threshold,
-            memory_threshold_pct=memory_threshold,
-        )
-        for device in DEVICES
-    }
+    judging = judging_per_device(
+        thresholds,
+        noises,
+        metric=metric,
+        fail_inconclusive=fail_inconclusive,
+        compile_threshold_pct=compile_threshold,
+        memory_threshold_pct=memory_threshold,
+    )
     preset = MeasureSettings.fast() if _raw(config, "tweak_fast")[0] else _DEFAULTS
     settings = MeasureSettings(
         warmup_s=_number(config, "tweak_warmup", preset.warmup_s, "seconds >= 0", lambda v: v >= 0),
@@ -513,12 +507,10 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default:
     raw, source = _raw(config, name)
     if raw is None:
         return default
-    value = str(raw).strip().lower()
-    if value not in choices:
-        raise pytest.UsageError(
-            f"{source}: invalid value {raw!r}; expected one of: {', '.join(choices)}"
-        )
-    return value
+    try:
+        return parse_choice(raw, choices)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _per_device(
@@ -526,23 +518,12 @@ def _per_device(
 ) -> dict[str, float]:
     """One number for every device, or ``DEVICE=NUMBER`` pairs over the defaults."""
     raw, source = _raw(config, name)
-    values = dict(defaults)
     if raw is None:
-        return values
-    text = str(raw).strip()
-    if "=" not in text:
-        value = _parse_number(text, raw, source, allowed, check)
-        return {device: value for device in values}
-    for part in text.split(","):
-        device, sep, number = part.partition("=")
-        device = device.strip().lower()
-        if not sep or device not in DEVICES:
-            raise pytest.UsageError(
-                f"{source}: invalid value {raw!r}; expected {allowed}, or DEVICE=PCT pairs "
-                f"separated by commas with DEVICE one of {', '.join(DEVICES)}"
-            )
-        values[device] = _parse_number(number, raw, source, allowed, check)
-    return values
+        return dict(defaults)
+    try:
+        return parse_per_device(raw, defaults, allowed, check)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _number(config: pytest.Config, name: str, default: float, allowed: str, check: Any) -> float:
@@ -554,12 +535,9 @@ def _number(config: pytest.Config, name: str, default: float, allowed: str, chec
 
 def _parse_number(text: str, raw: Any, source: str, allowed: str, check: Any) -> float:
     try:
-        value = float(text.strip().removesuffix("%"))
+        return parse_number(text, allowed, check)
     except ValueError:
-        value = math.nan
-    if math.isnan(value) or math.isinf(value) or not check(value):
-        raise pytest.UsageError(f"{source}: invalid value {raw!r}; expected {allowed}")
-    return value
+        raise pytest.UsageError(f"{source}: invalid value {raw!r}; expected {allowed}") from None
 
 
 # -- pytest-tweak's hooks: helpers and default implementations --------------------------
