@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import nullcontext as _nothing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,7 +142,15 @@ FINGERPRINT_POLICY_HELP = (
     "message and the summary, 'skip' does not compare, 'fail' fails the test (default: warn)"
 )
 
+PROGRESS_MODES = ("auto", "on", "off")
+PROGRESS_HELP = (
+    "show each case's phase (compiling, warming up, measuring, ...) and its elapsed time on "
+    "the terminal while it runs, erased when the case ends: 'auto' does so on a terminal, "
+    "not under -q and not when the CI environment variable is set (default: auto)"
+)
+
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
+_PROGRESS_KEY = pytest.StashKey["_ProgressLine | None"]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
@@ -173,6 +182,7 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("atol", "X", ATOL_HELP),
     ("logs", "ARTIFACTS", LOGS_HELP),
     ("fingerprint_policy", "warn|skip|fail", FINGERPRINT_POLICY_HELP),
+    ("progress", "auto|on|off", PROGRESS_HELP),
 )
 #: Marker keywords of ``tweak_limits``.
 _LIMIT_KEYS = ("graph_breaks", "recompiles")
@@ -435,6 +445,7 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         fingerprint_policy=_choice(
             config, "tweak_fingerprint_policy", FINGERPRINT_POLICIES, "warn"
         ),
+        progress=_choice(config, "tweak_progress", PROGRESS_MODES, "auto"),
     )
 
 
@@ -861,11 +872,66 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
             pytrace=False,
         )
     session = request.config.stash[_SESSION_KEY]
+    progress = _progress_line(request.config)
     fixture = TweakFixture(
-        request, session, case.device, case.config, backend, case.backend, case.limits
+        request,
+        session,
+        case.device,
+        case.config,
+        backend,
+        case.backend,
+        case.limits,
+        status=None if progress is None else progress.show,
     )
     yield fixture
     fixture._teardown()
+
+
+def _progress_line(config: pytest.Config) -> _ProgressLine | None:
+    """The run's progress line; None when --tweak-progress (or auto) says no."""
+    if _PROGRESS_KEY in config.stash:
+        return config.stash[_PROGRESS_KEY]
+    mode = config.stash[_SESSION_KEY].options.progress
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    quiet_here = (
+        not bool(getattr(reporter, "isatty", False))
+        or config.get_verbosity() < 0
+        or bool(os.environ.get("CI"))
+    )
+    wanted = reporter is not None and (mode == "on" or (mode == "auto" and not quiet_here))
+    line = _ProgressLine(config) if wanted else None
+    config.stash[_PROGRESS_KEY] = line
+    return line
+
+
+class _ProgressLine:
+    """A transient status written after pytest's own output on the current terminal line,
+    and erased (backspaces, blanks, backspaces) before the next one or when the case ends.
+
+    It is written around pytest's output capture, and past pytest's terminal writer, so the
+    writer's idea of the line (its progress column) is what it was.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._shown = 0
+
+    def show(self, text: str | None) -> None:
+        """Show ``text`` in place of the last one; ``None`` erases it."""
+        capture = self._config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else _nothing():
+            out = sys.stdout
+            if self._shown:
+                out.write("\b" * self._shown + " " * self._shown + "\b" * self._shown)
+                self._shown = 0
+            if text is not None:
+                writer = self._config.get_terminal_writer()
+                room = writer.fullwidth - writer.width_of_current_line - 2
+                if room >= 20:
+                    shown = " " + (text if len(text) <= room else text[: room - 3] + "...")
+                    out.write(shown)
+                    self._shown = len(shown)
+            out.flush()
 
 
 def _environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:

@@ -33,6 +33,8 @@ class TweakOptions:
     logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
     #: A baseline recorded in another environment: "warn", "skip" or "fail".
     fingerprint_policy: str = "warn"
+    #: Show each case's phase on the terminal while it runs: "auto", "on" or "off".
+    progress: str = "auto"
 
 
 @dataclass
