@@ -152,7 +152,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="PATTERN",
         default=[],
-        help="only the test ids containing PATTERN or matching it as a glob (repeatable)",
+        help="only the test ids containing PATTERN, or matching it as a glob (the whole id or "
+        "the test name, e.g. 'test_mlp*'; repeatable)",
     )
     diff.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -193,8 +194,8 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="PATTERN",
         default=[],
-        help="take only the test ids containing PATTERN or matching it as a glob "
-        "(repeatable; default: all of NEW's entries)",
+        help="take only the test ids containing PATTERN, or matching it as a glob (the whole "
+        "id or the test name, e.g. 'test_mlp*'; repeatable; default: all of NEW's entries)",
     )
     return parser
 
@@ -248,10 +249,14 @@ def _report_skipped(path: Path, found: BaselineFile) -> None:
 
 
 def _matches(key: str, patterns: Sequence[str]) -> bool:
-    """A test id contains a pattern, or matches it as a glob; no patterns: every id."""
+    """A test id contains a pattern, or it or its test name (after the last ``::``) matches
+    the pattern as a glob; no patterns: every id."""
     if not patterns:
         return True
-    return any(p in key or fnmatch.fnmatchcase(key, p) for p in patterns)
+    name = key.rpartition("::")[2]
+    return any(
+        p in key or fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in patterns
+    )
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -262,6 +267,10 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
         return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
     return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
+
+
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
 
 
 def _print_json(data: Any) -> None:
@@ -286,11 +295,13 @@ def _speedup(entry: BaselineEntry) -> float | None:
 
 
 def _config_text(config: Mapping[str, Any]) -> str:
-    """The settings a config changes from the defaults, ``k=v`` each; ``defaults`` if none."""
+    """The settings a config sets, ``k=v`` each; ``defaults`` if none. Unset (None, empty)
+    and off (False) settings are left out, except ``dynamic=False``: for ``dynamic`` the
+    default is None, and False is a choice."""
     parts = [
         f"{key}={json.dumps(value) if isinstance(value, (dict, list)) else value}"
         for key, value in config.items()
-        if value not in (None, False, {}, [])
+        if value not in (None, {}, []) and (value is not False or key == "dynamic")
     ]
     return ", ".join(parts) or "defaults"
 
@@ -637,9 +648,11 @@ def _details(row: _Row) -> list[str]:
     ):
         lines.append(f"- {change.describe(judging.threshold_pct, judging.confidence)}")
     if verdict.status is Status.INCONCLUSIVE:
+        runs = "" if row.old is None or len(row.old.runs) > 1 else "record OLD from several "
         lines.append(
-            "the noise is larger than the threshold: record OLD from several runs "
-            "(--tweak-save --tweak-append), measure longer, or raise --threshold"
+            "the noise is larger than the threshold: "
+            + (f"{runs}runs (--tweak-save --tweak-append), " if runs else "")
+            + "measure longer (--tweak-max-time), or raise --threshold"
         )
     return [*lines, *verdict.notes]
 
@@ -722,9 +735,10 @@ def _accept(args: argparse.Namespace) -> int:
         return BaselineFile(entries=entries, raw=raw)
 
     written = update_baselines(baseline, update)
+    kept = len(written.entries) - len(selected)
     _out(
-        f"accepted {len(selected)} entr{'y' if len(selected) == 1 else 'ies'} of {args.new} "
-        f"into {baseline} (kept {len(written.entries) - len(selected)} other entries):"
+        f"accepted {_entries(len(selected))} of {args.new} into {baseline} "
+        f"(kept {kept} other entr{'y' if kept == 1 else 'ies'}):"
     )
     for key, entry in sorted(selected.items()):
         old = before.get(key)

@@ -367,8 +367,11 @@ def test_accept_takes_the_selected_entries_and_keeps_the_others(
     found = read_baselines(baseline)
     assert found.entries == {A: entry(0.004), B: entry(0.002), C: entry(0.003)}
     assert set(found.skipped) == {"t.py::broken"}  # carried as found
-    # globs, and every entry without --test
+    # globs, on the whole id or the test name, and every entry without --test
     assert main(["accept", str(baseline), str(new), "--test", "*::test_b*"]) == EXIT_OK
+    assert read_baselines(baseline).entries[B] == entry(0.005)
+    save_baselines(baseline, {B: entry(0.002)})
+    assert main(["accept", str(baseline), str(new), "--test", "test_b?cpu-*"]) == EXIT_OK
     assert read_baselines(baseline).entries[B] == entry(0.005)
     fresh = tmp_path / "fresh.json"
     assert main(["accept", str(fresh), str(new)]) == EXIT_OK
