@@ -898,7 +898,12 @@ def _progress_line(config: pytest.Config) -> _ProgressLine | None:
         or config.get_verbosity() < 0
         or bool(os.environ.get("CI"))
     )
-    wanted = reporter is not None and (mode == "on" or (mode == "auto" and not quiet_here))
+    worker = hasattr(config, "workerinput")  # an xdist worker: its output is not a terminal
+    wanted = (
+        reporter is not None
+        and not worker
+        and (mode == "on" or (mode == "auto" and not quiet_here))
+    )
     line = _ProgressLine(config) if wanted else None
     config.stash[_PROGRESS_KEY] = line
     return line

@@ -462,3 +462,9 @@ def test_python_dash_m_pytest_tweak(tmp_path: Path) -> None:
     assert diffed.returncode == EXIT_REGRESSED, diffed.stderr
     assert f"{A}: regressed" in diffed.stdout
     assert cli("diff", str(old), str(tmp_path / "none.json")).returncode == EXIT_USAGE
+    # the tool stays quick: it imports neither torch nor pytest
+    check = "import sys, pytest_tweak.cli; print(sorted({'torch', 'pytest'} & set(sys.modules)))"
+    imported = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert imported.stdout.strip() == "[]", imported.stderr
