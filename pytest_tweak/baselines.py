@@ -49,7 +49,7 @@ import math
 import os
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -60,14 +60,17 @@ from .stats import Summary
 __all__ = [
     "FORMAT",
     "MAX_RUNS",
+    "ON_CONFLICT",
     "VERSION",
     "BaselineEntry",
     "BaselineError",
     "BaselineFile",
     "RunRecord",
     "load_baselines",
+    "merge_baselines",
     "read_baselines",
     "save_baselines",
+    "update_baselines",
 ]
 
 FORMAT = "pytest-tweak-baselines"
@@ -146,9 +149,16 @@ class BaselineEntry:
         return _geometric_mean([run.timing.median for run in self.runs])
 
     def appended(self, newer: BaselineEntry) -> BaselineEntry:
-        """``newer``, carrying this entry's runs before its own (at most `MAX_RUNS`)."""
-        runs = (*self.runs, *newer.runs)[-MAX_RUNS:]
-        return replace(newer, runs=runs)
+        """``newer``, carrying this entry's runs before its own (at most `MAX_RUNS`).
+
+        A run of ``newer`` that this entry holds already is not added twice, and a ``newer``
+        that brings no run this entry lacks leaves it unchanged: so appending is idempotent,
+        and shard files recorded from one baseline merge without copying its runs.
+        """
+        fresh = tuple(run for run in newer.runs if run not in self.runs)
+        if not fresh:
+            return self
+        return replace(newer, runs=(*self.runs, *fresh)[-MAX_RUNS:])
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -355,17 +365,77 @@ def save_baselines(
         BaselineError: the existing file is broken (it is left untouched), or writing failed
             (the old file is left untouched).
     """
-    with _locked(path):
-        on_disk = read_baselines(path)
+
+    def update(on_disk: BaselineFile) -> BaselineFile:
         merged = dict(on_disk.entries)
         for key, entry in updates.items():
             old = merged.get(key)
             merged[key] = old.appended(entry) if append and old is not None else entry
         # unreadable entries stay as they were, unless this save records the case anew
         kept_raw = {k: v for k, v in on_disk.raw.items() if k not in updates}
-        text = render(merged, kept_raw)
-        _replace(path, text)
-    return merged
+        return BaselineFile(entries=merged, raw=kept_raw)
+
+    return update_baselines(path, update).entries
+
+
+def update_baselines(path: Path, update: Callable[[BaselineFile], BaselineFile]) -> BaselineFile:
+    """Read the file at ``path``, pass it to ``update`` and replace the file atomically with
+    what that returns (its ``entries``, and its ``raw`` entries written back as found), all
+    under the file's lock. Returns what was written.
+
+    Raises:
+        BaselineError: the existing file is broken, ``update`` raised it, or writing failed;
+            in each case the file is left untouched.
+    """
+    with _locked(path):
+        written = update(read_baselines(path))
+        _replace(path, render(written.entries, written.raw))
+    return written
+
+
+#: How `merge_baselines` settles a test id found in several files.
+ON_CONFLICT = ("append-runs", "last", "error")
+
+
+def merge_baselines(
+    sources: Sequence[tuple[str, BaselineFile]], on_conflict: str = "append-runs"
+) -> BaselineFile:
+    """The union of ``sources`` (``(name, file)`` pairs, oldest first): no entry is lost.
+
+    A test id in several sources with different entries is settled by ``on_conflict``:
+    ``append-runs`` gives one entry with the runs of all (in order, each run once, the newest
+    `MAX_RUNS`) and the figures of the last that brought a new run, as ``--tweak-save
+    --tweak-append`` would; ``last`` keeps the last source's entry; ``error`` raises
+    `ValueError` naming the test id and the sources. Equal entries never conflict. An
+    unreadable entry is carried as found, unless a source has a readable entry for it.
+    """
+    if on_conflict not in ON_CONFLICT:
+        raise ValueError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}: {on_conflict!r}")
+    entries: dict[str, BaselineEntry] = {}
+    origin: dict[str, str] = {}
+    raw: dict[str, Any] = {}
+    for name, found in sources:
+        for key, entry in found.entries.items():
+            old = entries.get(key)
+            if old is None or old == entry:
+                entries[key] = entry
+            elif on_conflict == "error":
+                raise ValueError(
+                    f"test id {key!r} has different entries in {origin[key]} and {name} "
+                    "(choose --on-conflict=append-runs or last)"
+                )
+            elif on_conflict == "last":
+                entries[key] = entry
+            else:
+                entries[key] = old.appended(entry)
+            origin.setdefault(key, name)
+        for key, value in found.raw.items():
+            raw[key] = value
+    return BaselineFile(
+        entries=entries,
+        skipped={},
+        raw={key: value for key, value in raw.items() if key not in entries},
+    )
 
 
 def _replace(path: Path, text: str) -> None:

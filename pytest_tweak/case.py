@@ -32,6 +32,7 @@ from .memory import peak_memory
 from .stats import Summary
 
 __all__ = [
+    "PHASES",
     "BenchmarkResult",
     "CaseChecks",
     "CaseError",
@@ -179,6 +180,7 @@ def run_case(
     instruments: Instruments | None = None,
     checks: CaseChecks | None = None,
     inputs: Sequence[Any] | None = None,
+    on_phase: Callable[[str], None] | None = None,
 ) -> BenchmarkResult:
     """Move to ``device``, compile with ``backend``, check, warm up, time, and count dynamo's
     work.
@@ -195,10 +197,14 @@ def run_case(
     argument; ``kwargs`` go to every call. Recompiles between the sets are what dynamic shapes
     are about.
 
+    ``on_phase`` is told each phase as it starts (`PHASES`: ``compiling``, ``checking
+    accuracy``, ``warming up``, ``measuring``, ``measuring memory``), e.g. to show progress.
+
     Raises:
         CaseError: compiling or running the model failed.
     """
     checks = checks if checks is not None else CaseChecks()
+    phase = on_phase if on_phase is not None else _no_phase
     sets = [tuple(args)] if inputs is None else [_as_args(item) for item in inputs]
     if not sets:
         raise CaseError("inputs is empty: give at least one input set")
@@ -213,6 +219,7 @@ def run_case(
 
     # inductor builds the cpu thread count into its kernels: set it before compiling
     threads = settings.cpu_threads if device.type == "cpu" else None
+    phase("compiling")  # the compiler's one-time start-up, in the first case, included
     if isinstance(backend, TorchInductorBackend):
         warm_up_compiler(device.type)
     reset_dynamo()
@@ -247,6 +254,7 @@ def run_case(
             compiled = backend.compile(model, device)
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:
+                phase("checking accuracy")
                 accuracy = _accuracy(output, lambda: run_all(eager_model), backend, device, checks)
             if not runner.disabled:
                 eager_call = (
@@ -254,8 +262,9 @@ def run_case(
                     if settings.eager and eager_model is not None
                     else None
                 )
-                measurement = _measure(call, eager_call, device, settings, instruments)
+                measurement = _measure(call, eager_call, device, settings, instruments, phase)
                 if checks.memory:
+                    phase("measuring memory")
                     memory = (
                         peak_memory(call, device),
                         None if eager_call is None else peak_memory(eager_call, device),
@@ -300,6 +309,14 @@ def run_case(
         accuracy=accuracy,
         input_sets=len(sets),
     )
+
+
+#: The phases `run_case` reports to its ``on_phase`` callback, in order.
+PHASES = ("compiling", "checking accuracy", "warming up", "measuring", "measuring memory")
+
+
+def _no_phase(phase: str) -> None:
+    return None
 
 
 @functools.cache
@@ -382,6 +399,7 @@ def _measure(
     device: torch.device,
     settings: MeasureSettings,
     instruments: Instruments | None,
+    on_phase: Callable[[str], None],
 ) -> Measurement:
     tools = instruments if instruments is not None else Instruments()
     workloads: dict[str, Callable[[], Any]] = {"case": call}
@@ -390,7 +408,7 @@ def _measure(
     if eager_call is not None:
         workloads["eager"] = eager_call
     primary = ("case", "reference") if settings.reference else ("case", None)
-    return measure(workloads, tools.timer(device), settings, primary=primary)
+    return measure(workloads, tools.timer(device), settings, primary=primary, on_phase=on_phase)
 
 
 @contextlib.contextmanager

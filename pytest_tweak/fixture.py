@@ -112,6 +112,7 @@ class TweakFixture:
         backend: Backend | None = None,
         backend_name: str = "inductor",
         limits: Limits | None = None,
+        status: Callable[[str | None], None] | None = None,
     ) -> None:
         self._request = request
         self._session = session
@@ -122,6 +123,8 @@ class TweakFixture:
         self.backend_name = backend_name
         self.result: BenchmarkResult | None = None
         self._case_failed = False
+        #: Shows a transient progress text (None: erases it); None when progress is off.
+        self._status = status
 
     def __repr__(self) -> str:
         return f"<tweak device={self.device} backend={self.backend_name} config={self.config.id}>"
@@ -184,6 +187,14 @@ class TweakFixture:
         runner = _PedanticRunner(benchmark, measure=not _benchmarks_disabled(self._request))
         nodeid = self._request.node.nodeid
         options = self._session.options
+        status = self._status
+        on_phase = None
+        if status is not None:
+            name = self._request.node.name
+
+            def on_phase(phase: str) -> None:
+                status(f"tweak: {name} {phase}... {time.perf_counter() - started:.1f} s")
+
         if self.device.index is not None:
             torch.get_device_module(self.device.type).set_device(self.device.index)
         lock = lock_name(self.device)
@@ -201,11 +212,15 @@ class TweakFixture:
                     instruments=self._session.instruments,
                     checks=options.checks,
                     inputs=inputs,
+                    on_phase=on_phase,
                 )
             except CaseError as exc:
                 error: CaseError | None = exc
             else:
                 error = None
+            finally:
+                if status is not None:
+                    status(None)
             self._session.lock_uses.append(LockUse(nodeid, lock, waited_s, held_from, time.time()))
         if options.logs:
             self._request.node.add_report_section(

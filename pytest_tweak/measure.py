@@ -317,22 +317,28 @@ def measure(
     timer: SampleTimer,
     settings: MeasureSettings,
     primary: tuple[str, str | None] = ("case", None),
+    on_phase: Callable[[str], None] | None = None,
 ) -> Measurement:
     """Warm up and take interleaved samples of ``workloads`` (the first one is the case).
 
     ``primary`` names the figure whose precision decides when to stop: a workload, or the
-    ratio of two (``("case", "reference")``).
+    ratio of two (``("case", "reference")``). ``on_phase`` is told ``warming up`` (calibration
+    and warm-up) and ``measuring`` (sampling) as each starts.
     """
     names = list(workloads)
     case = names[0]
     prepare_start = time.perf_counter()
     with gc_paused():
+        if on_phase is not None:
+            on_phase("warming up")
         iterations = {n: calibrate(workloads[n], timer, settings.min_round_s) for n in names}
         warm = warm_up(workloads[case], timer, iterations[case], settings)
         for name in names[1:]:  # companions are eager code: two samples settle them
             for _ in range(2):
                 timer(workloads[name], iterations[name])
         samples: dict[str, list[float]] = {n: [] for n in names}
+        if on_phase is not None:
+            on_phase("measuring")
         start = time.perf_counter()
         prepare_s = start - prepare_start
         stopped = "max rounds"

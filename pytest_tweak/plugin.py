@@ -7,10 +7,10 @@ torch is not imported here at module level: a suite that never uses ``tweak`` pa
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import nullcontext as _nothing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,19 @@ from .baselines import BaselineEntry, BaselineError, RunRecord
 from .devices import DEVICES, parse_device
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .measure import CaseChecks, MeasureSettings
+from .options import (
+    DEFAULT_COMPILE_THRESHOLD_PCT,
+    DEFAULT_MEMORY_THRESHOLD_PCT,
+    DEFAULT_RUN_NOISE_PCT,
+    DEFAULT_THRESHOLD_PCT,
+    FINGERPRINT_POLICIES,
+    METRICS,
+    judging_per_device,
+    parse_choice,
+    parse_number,
+    parse_per_device,
+    per_device_text,
+)
 from .registry import DEFAULT_BACKEND, BackendRegistry, BackendSpec, RegistryError
 from .report import options_listing, summary_lines
 from .session import LockUse, TweakOptions, TweakSession
@@ -34,18 +47,6 @@ if TYPE_CHECKING:
     from .fixture import TweakFixture
 
 DEFAULT_BASELINE = "tweak-baselines.json"
-#: Smallest slow-down that counts, in percent, per device type; measured in
-#: docs/measurement.md (false alarms and detection power at these values).
-DEFAULT_THRESHOLD_PCT: dict[str, float] = {"cpu": 5.0, "cuda": 1.0, "xpu": 1.0}
-#: Run-to-run noise of a median (one standard deviation, percent) assumed when a baseline
-#: holds one run; measured between fresh processes in docs/measurement.md.
-DEFAULT_RUN_NOISE_PCT: dict[str, float] = {"cpu": 3.0, "cuda": 0.5, "xpu": 0.5}
-METRICS = ("normalized", "absolute")
-
-
-def _per_device_text(values: dict[str, float]) -> str:
-    return ", ".join(f"{device} {value:g}" for device, value in values.items())
-
 
 DEVICE_HELP = (
     "devices to run tweak cases on, comma separated or repeated: "
@@ -61,12 +62,12 @@ APPEND_HELP = (
 BASELINE_HELP = f"the baseline file (default: {DEFAULT_BASELINE} in the rootdir)"
 THRESHOLD_HELP = (
     "smallest slow-down against the baseline that fails a test, in percent; one value, or "
-    f"DEVICE=PCT pairs (default: {_per_device_text(DEFAULT_THRESHOLD_PCT)})"
+    f"DEVICE=PCT pairs (default: {per_device_text(DEFAULT_THRESHOLD_PCT)})"
 )
 RUN_NOISE_HELP = (
     "run-to-run noise of a median in percent (one standard deviation), assumed when a "
     f"baseline holds a single run; one value or DEVICE=PCT pairs "
-    f"(default: {_per_device_text(DEFAULT_RUN_NOISE_PCT)})"
+    f"(default: {per_device_text(DEFAULT_RUN_NOISE_PCT)})"
 )
 METRIC_HELP = (
     "what the verdict compares: 'normalized' (the case's time over a fixed reference "
@@ -102,8 +103,6 @@ CPU_THREADS_HELP = (
     f"(default: {_DEFAULTS.cpu_threads or 0})"
 )
 
-DEFAULT_COMPILE_THRESHOLD_PCT = 50.0
-DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 MAX_GRAPH_BREAKS_HELP = (
     "fail a case with more graph breaks than this, baseline or not; a test's "
     "@pytest.mark.tweak_limits overrides it (default: no limit)"
@@ -138,14 +137,21 @@ LOGS_HELP = (
 )
 LIST_OPTIONS_HELP = "print the inductor modes and options this torch knows, and exit"
 
-FINGERPRINT_POLICIES = ("warn", "skip", "fail")
 FINGERPRINT_POLICY_HELP = (
     "when a case's baseline was recorded in another environment (its fingerprint: torch, "
     "python, cpu, threads, device name, ... differs): 'warn' compares and says so in the "
     "message and the summary, 'skip' does not compare, 'fail' fails the test (default: warn)"
 )
 
+PROGRESS_MODES = ("auto", "on", "off")
+PROGRESS_HELP = (
+    "show each case's phase (compiling, warming up, measuring, ...) and its elapsed time on "
+    "the terminal while it runs, erased when the case ends: 'auto' does so on a terminal, "
+    "not under -q and not when the CI environment variable is set (default: auto)"
+)
+
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
+_PROGRESS_KEY = pytest.StashKey["_ProgressLine | None"]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
@@ -177,6 +183,7 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("atol", "X", ATOL_HELP),
     ("logs", "ARTIFACTS", LOGS_HELP),
     ("fingerprint_policy", "warn|skip|fail", FINGERPRINT_POLICY_HELP),
+    ("progress", "auto|on|off", PROGRESS_HELP),
 )
 #: Marker keywords of ``tweak_limits``.
 _LIMIT_KEYS = ("graph_breaks", "recompiles")
@@ -381,17 +388,14 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         "a percentage > 0",
         lambda v: v > 0,
     )
-    judging = {
-        device: Judging(
-            threshold_pct=thresholds[device],
-            run_noise_pct=noises[device],
-            metric=metric,
-            fail_inconclusive=fail_inconclusive,
-            compile_threshold_pct=compile_threshold,
-            memory_threshold_pct=memory_threshold,
-        )
-        for device in DEVICES
-    }
+    judging = judging_per_device(
+        thresholds,
+        noises,
+        metric=metric,
+        fail_inconclusive=fail_inconclusive,
+        compile_threshold_pct=compile_threshold,
+        memory_threshold_pct=memory_threshold,
+    )
     preset = MeasureSettings.fast() if _raw(config, "tweak_fast")[0] else _DEFAULTS
     settings = MeasureSettings(
         warmup_s=_number(config, "tweak_warmup", preset.warmup_s, "seconds >= 0", lambda v: v >= 0),
@@ -447,6 +451,7 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         fingerprint_policy=_choice(
             config, "tweak_fingerprint_policy", FINGERPRINT_POLICIES, "warn"
         ),
+        progress=_choice(config, "tweak_progress", PROGRESS_MODES, "auto"),
     )
 
 
@@ -519,12 +524,10 @@ def _choice(config: pytest.Config, name: str, choices: tuple[str, ...], default:
     raw, source = _raw(config, name)
     if raw is None:
         return default
-    value = str(raw).strip().lower()
-    if value not in choices:
-        raise pytest.UsageError(
-            f"{source}: invalid value {raw!r}; expected one of: {', '.join(choices)}"
-        )
-    return value
+    try:
+        return parse_choice(raw, choices)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _per_device(
@@ -532,23 +535,12 @@ def _per_device(
 ) -> dict[str, float]:
     """One number for every device, or ``DEVICE=NUMBER`` pairs over the defaults."""
     raw, source = _raw(config, name)
-    values = dict(defaults)
     if raw is None:
-        return values
-    text = str(raw).strip()
-    if "=" not in text:
-        value = _parse_number(text, raw, source, allowed, check)
-        return {device: value for device in values}
-    for part in text.split(","):
-        device, sep, number = part.partition("=")
-        device = device.strip().lower()
-        if not sep or device not in DEVICES:
-            raise pytest.UsageError(
-                f"{source}: invalid value {raw!r}; expected {allowed}, or DEVICE=PCT pairs "
-                f"separated by commas with DEVICE one of {', '.join(DEVICES)}"
-            )
-        values[device] = _parse_number(number, raw, source, allowed, check)
-    return values
+        return dict(defaults)
+    try:
+        return parse_per_device(raw, defaults, allowed, check)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{source}: {exc}") from None
 
 
 def _number(config: pytest.Config, name: str, default: float, allowed: str, check: Any) -> float:
@@ -560,12 +552,9 @@ def _number(config: pytest.Config, name: str, default: float, allowed: str, chec
 
 def _parse_number(text: str, raw: Any, source: str, allowed: str, check: Any) -> float:
     try:
-        value = float(text.strip().removesuffix("%"))
+        return parse_number(text, allowed, check)
     except ValueError:
-        value = math.nan
-    if math.isnan(value) or math.isinf(value) or not check(value):
-        raise pytest.UsageError(f"{source}: invalid value {raw!r}; expected {allowed}")
-    return value
+        raise pytest.UsageError(f"{source}: invalid value {raw!r}; expected {allowed}") from None
 
 
 # -- pytest-tweak's hooks: helpers and default implementations --------------------------
@@ -903,11 +892,71 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
         worker=os.environ.get("PYTEST_XDIST_WORKER"),
         count=device_count(case.device),
     )
+    progress = _progress_line(request.config)
     fixture = TweakFixture(
-        request, session, device, case.config, backend, case.backend, case.limits
+        request,
+        session,
+        device,
+        case.config,
+        backend,
+        case.backend,
+        case.limits,
+        status=None if progress is None else progress.show,
     )
     yield fixture
     fixture._teardown()
+
+
+def _progress_line(config: pytest.Config) -> _ProgressLine | None:
+    """The run's progress line; None when --tweak-progress (or auto) says no."""
+    if _PROGRESS_KEY in config.stash:
+        return config.stash[_PROGRESS_KEY]
+    mode = config.stash[_SESSION_KEY].options.progress
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    quiet_here = (
+        not bool(getattr(reporter, "isatty", False))
+        or config.get_verbosity() < 0
+        or bool(os.environ.get("CI"))
+    )
+    worker = hasattr(config, "workerinput")  # an xdist worker: its output is not a terminal
+    wanted = (
+        reporter is not None
+        and not worker
+        and (mode == "on" or (mode == "auto" and not quiet_here))
+    )
+    line = _ProgressLine(config) if wanted else None
+    config.stash[_PROGRESS_KEY] = line
+    return line
+
+
+class _ProgressLine:
+    """A transient status written after pytest's own output on the current terminal line,
+    and erased (backspaces, blanks, backspaces) before the next one or when the case ends.
+
+    It is written around pytest's output capture, and past pytest's terminal writer, so the
+    writer's idea of the line (its progress column) is what it was.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._shown = 0
+
+    def show(self, text: str | None) -> None:
+        """Show ``text`` in place of the last one; ``None`` erases it."""
+        capture = self._config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else _nothing():
+            out = sys.stdout
+            if self._shown:
+                out.write("\b" * self._shown + " " * self._shown + "\b" * self._shown)
+                self._shown = 0
+            if text is not None:
+                writer = self._config.get_terminal_writer()
+                room = writer.fullwidth - writer.width_of_current_line - 2
+                if room >= 20:
+                    shown = " " + (text if len(text) <= room else text[: room - 3] + "...")
+                    out.write(shown)
+                    self._shown = len(shown)
+            out.flush()
 
 
 def _environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:

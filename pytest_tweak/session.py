@@ -37,6 +37,8 @@ class TweakOptions:
     fingerprint_policy: str = "warn"
     #: Device indices listed per accelerator type (``cuda:0,cuda:1``), taken by xdist workers.
     device_pools: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Show each case's phase on the terminal while it runs: "auto", "on" or "off".
+    progress: str = "auto"
 
 
 @dataclass

@@ -37,6 +37,9 @@ from .stats import Summary, normal_quantile
 
 __all__ = [
     "COMPILE_FLOOR_S",
+    "DEFAULT_COMPILE_THRESHOLD_PCT",
+    "DEFAULT_CONFIDENCE",
+    "DEFAULT_MEMORY_THRESHOLD_PCT",
     "Change",
     "Judging",
     "Limits",
@@ -53,6 +56,10 @@ __all__ = [
 #: one compile is one sample, and on a shared machine a warm compile of a small model moves
 #: by a good fraction of a second between runs.
 COMPILE_FLOOR_S = 1.0
+#: The defaults of `Judging`'s optional fields (the plugin's and the command line's too).
+DEFAULT_CONFIDENCE = 0.99
+DEFAULT_COMPILE_THRESHOLD_PCT = 50.0
+DEFAULT_MEMORY_THRESHOLD_PCT = 10.0
 
 
 class Status(str, Enum):
@@ -88,11 +95,11 @@ class Judging:
 
     threshold_pct: float
     run_noise_pct: float
-    confidence: float = 0.99
+    confidence: float = DEFAULT_CONFIDENCE
     metric: str = "normalized"
     fail_inconclusive: bool = False
-    compile_threshold_pct: float = 50.0
-    memory_threshold_pct: float = 10.0
+    compile_threshold_pct: float = DEFAULT_COMPILE_THRESHOLD_PCT
+    memory_threshold_pct: float = DEFAULT_MEMORY_THRESHOLD_PCT
 
     def __post_init__(self) -> None:
         if not self.threshold_pct > 0:

@@ -1,0 +1,747 @@
+"""``python -m pytest_tweak`` (also ``pytest-tweak``): baseline files outside a pytest run.
+
+Commands::
+
+    show FILE [--json]                  the entries as a table
+    diff OLD NEW [judging options]      judge NEW's entries against OLD, as the plugin would
+    merge OUT IN [IN ...]               merge baseline files (sharded jobs) into OUT
+    accept BASELINE NEW [--test PAT]    take NEW's entries (or some) into BASELINE
+
+Exit codes: 0 done (``diff``: nothing regressed); 1 ``diff`` found a regression (or, with
+``--fail-inconclusive``, an inconclusive comparison); 2 a usage error, or a file missing,
+unreadable or not a baseline file (nothing is written then).
+
+``diff`` judges with `pytest_tweak.verdict.judge` and the plugin's defaults
+(`pytest_tweak.options`), so its verdicts are the ones ``pytest`` would give. ``merge`` and
+``accept`` write through `pytest_tweak.baselines.update_baselines`: under the file's lock,
+replaced atomically, every other entry kept, a broken file refused and left untouched.
+Unreadable entries are reported by test id and carried as found. Files are read as JSON only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import fnmatch
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .baselines import (
+    ON_CONFLICT,
+    BaselineEntry,
+    BaselineError,
+    BaselineFile,
+    merge_baselines,
+    read_baselines,
+    update_baselines,
+)
+from .devices import DEVICES
+from .fingerprint import differences, render_fingerprint
+from .options import (
+    DEFAULT_COMPILE_THRESHOLD_PCT,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MEMORY_THRESHOLD_PCT,
+    DEFAULT_RUN_NOISE_PCT,
+    DEFAULT_THRESHOLD_PCT,
+    FINGERPRINT_POLICIES,
+    METRICS,
+    judging_per_device,
+    parse_choice,
+    parse_number,
+    parse_per_device,
+    per_device_text,
+)
+from .verdict import Judging, Status, Verdict, format_bytes, format_seconds, judge
+
+__all__ = ["EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_REGRESSED = 1
+EXIT_USAGE = 2
+
+PROG = "pytest-tweak"
+
+
+class CliError(Exception):
+    """A usage error or an unusable file: the message says which and what is wrong."""
+
+
+# -- the parser ---------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Baseline files of pytest-tweak, outside a pytest run.",
+        epilog=(
+            "exit codes: 0 done (diff: nothing regressed); 1 diff found a regression (with "
+            "--fail-inconclusive, also an inconclusive comparison); 2 usage error, or a file "
+            "missing, unreadable or not a baseline file (nothing is written then)"
+        ),
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    show = commands.add_parser("show", help="the entries of a baseline file, as a table")
+    show.add_argument("file", metavar="FILE", help="the baseline file")
+    show.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    diff = commands.add_parser(
+        "diff",
+        help="judge NEW's entries against OLD's, with the plugin's verdict",
+        description=(
+            "Judge every entry of NEW against OLD's entry for the same test, with the plugin's "
+            "rule and defaults (the newest run of each NEW entry). Exit 0: nothing regressed; "
+            "1: something regressed (or, with --fail-inconclusive, was inconclusive); "
+            "2: usage error or unreadable file."
+        ),
+    )
+    diff.add_argument("old", metavar="OLD", help="the baseline file to compare with")
+    diff.add_argument("new", metavar="NEW", help="the baseline file with the new measurements")
+    diff.add_argument(
+        "--threshold",
+        metavar="PCT",
+        help="smallest slow-down that counts as a regression, in percent; one value or "
+        f"DEVICE=PCT pairs (default: {per_device_text(DEFAULT_THRESHOLD_PCT)})",
+    )
+    diff.add_argument(
+        "--run-noise",
+        metavar="PCT",
+        help="run-to-run noise of a median in percent, assumed when OLD's entry holds one run; "
+        f"one value or DEVICE=PCT pairs (default: {per_device_text(DEFAULT_RUN_NOISE_PCT)})",
+    )
+    diff.add_argument(
+        "--confidence",
+        metavar="X",
+        help="one-sided confidence that a reported regression is real, between 0.5 and 1 "
+        f"(default: {DEFAULT_CONFIDENCE:g})",
+    )
+    diff.add_argument(
+        "--metric",
+        metavar="NAME",
+        help=f"what is compared: {' or '.join(METRICS)} (default: {METRICS[0]})",
+    )
+    diff.add_argument(
+        "--compile-threshold",
+        metavar="PCT",
+        help="smallest compile-time increase that counts, in percent "
+        f"(default: {DEFAULT_COMPILE_THRESHOLD_PCT:g})",
+    )
+    diff.add_argument(
+        "--memory-threshold",
+        metavar="PCT",
+        help="smallest peak-memory increase that counts, in percent "
+        f"(default: {DEFAULT_MEMORY_THRESHOLD_PCT:g})",
+    )
+    diff.add_argument(
+        "--fail-inconclusive",
+        action="store_true",
+        help="exit 1 also when a comparison is too noisy to decide",
+    )
+    diff.add_argument(
+        "--fingerprint-policy",
+        metavar="|".join(FINGERPRINT_POLICIES),
+        help="entries recorded in different environments: 'warn' compares and says so, 'skip' "
+        "does not compare, 'fail' counts as a regression (default: warn)",
+    )
+    diff.add_argument(
+        "--test",
+        action="append",
+        metavar="PATTERN",
+        default=[],
+        help="only the test ids containing PATTERN, or matching it as a glob (the whole id or "
+        "the test name, e.g. 'test_mlp*'; repeatable)",
+    )
+    diff.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    merge = commands.add_parser(
+        "merge",
+        help="merge baseline files (from sharded jobs) into OUT, losing no entry",
+        description=(
+            "Merge IN files into OUT: the union of their entries and OUT's own (a missing OUT "
+            "is created). The inputs are never modified; OUT is replaced atomically under its "
+            "lock, and left untouched when any file is broken."
+        ),
+    )
+    merge.add_argument("out", metavar="OUT", help="the baseline file to write")
+    merge.add_argument("inputs", metavar="IN", nargs="+", help="baseline files to merge")
+    merge.add_argument(
+        "--on-conflict",
+        default="append-runs",
+        choices=ON_CONFLICT,
+        help="a test with different entries in several files: 'append-runs' keeps one entry "
+        "with the runs of all (each once; the figures of the last file), as --tweak-save "
+        "--tweak-append does; 'last' keeps the last file's entry; 'error' stops "
+        "(default: append-runs)",
+    )
+
+    accept = commands.add_parser(
+        "accept",
+        help="take NEW's entries (or some) into BASELINE, e.g. after a deliberate slow-down",
+        description=(
+            "Replace BASELINE's entries for the selected tests with NEW's; every other entry "
+            "is kept. BASELINE is replaced atomically under its lock (a missing one is "
+            "created)."
+        ),
+    )
+    accept.add_argument("baseline", metavar="BASELINE", help="the baseline file to update")
+    accept.add_argument("new", metavar="NEW", help="the baseline file to take entries from")
+    accept.add_argument(
+        "--test",
+        action="append",
+        metavar="PATTERN",
+        default=[],
+        help="take only the test ids containing PATTERN, or matching it as a glob (the whole "
+        "id or the test name, e.g. 'test_mlp*'; repeatable; default: all of NEW's entries)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit code (see the module's documentation)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "show": _show,
+        "diff": _diff,
+        "merge": _merge,
+        "accept": _accept,
+    }
+    try:
+        return commands[args.command](args)
+    except (CliError, BaselineError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+
+
+def _out(line: str = "") -> None:
+    print(line)
+
+
+def _error(message: str) -> None:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+
+
+def _warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def _read(name: str, role: str) -> BaselineFile:
+    """An existing baseline file (a missing one is an error here, unlike in a pytest run);
+    unreadable entries are reported on stderr."""
+    path = Path(name)
+    if not path.exists():
+        raise CliError(f"{role} {path}: no such file")
+    found = read_baselines(path)
+    _report_skipped(path, found)
+    return found
+
+
+def _report_skipped(path: Path, found: BaselineFile) -> None:
+    for key, problem in sorted(found.skipped.items()):
+        _warn(f"baseline file {path}: entry {key!r} is unreadable and skipped ({problem})")
+
+
+def _matches(key: str, patterns: Sequence[str]) -> bool:
+    """A test id contains a pattern, or it or its test name (after the last ``::``) matches
+    the pattern as a glob; no patterns: every id."""
+    if not patterns:
+        return True
+    name = key.rpartition("::")[2]
+    return any(
+        p in key or fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in patterns
+    )
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    rows = [tuple(r) for r in rows]
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+    def fmt(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
+
+
+def _entries(n: int) -> str:
+    return f"{n} entr{'y' if n == 1 else 'ies'}"
+
+
+def _print_json(data: Any) -> None:
+    _out(json.dumps(data, indent=2, sort_keys=True, allow_nan=False))
+
+
+# -- show ---------------------------------------------------------------------------------
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _normalized(entry: BaselineEntry) -> float | None:
+    values = [run.normalized.median for run in entry.runs if run.normalized is not None]
+    return _geometric_mean(values) if values and len(values) == len(entry.runs) else None
+
+
+def _speedup(entry: BaselineEntry) -> float | None:
+    values = [run.speedup.median for run in entry.runs if run.speedup is not None]
+    return _geometric_mean(values) if values and len(values) == len(entry.runs) else None
+
+
+def _config_text(config: Mapping[str, Any]) -> str:
+    """The settings a config sets, ``k=v`` each; ``defaults`` if none. Unset (None, empty)
+    and off (False) settings are left out, except ``dynamic=False``: for ``dynamic`` the
+    default is None, and False is a choice."""
+    parts = [
+        f"{key}={json.dumps(value) if isinstance(value, (dict, list)) else value}"
+        for key, value in config.items()
+        if value not in (None, {}, []) and (value is not False or key == "dynamic")
+    ]
+    return ", ".join(parts) or "defaults"
+
+
+def _compile_text(entry: BaselineEntry) -> str:
+    if entry.compile_time_s is None:
+        return "-"
+    cache = f" {entry.compile_cache}" if entry.compile_cache else ""
+    return f"{entry.compile_time_s:.3g} s{cache}"
+
+
+def _show(args: argparse.Namespace) -> int:
+    found = _read(args.file, "baseline file")
+    path = Path(args.file)
+    if args.json:
+        _print_json(
+            {
+                "file": str(path),
+                "version": found.version,
+                "cases": {
+                    key: {
+                        **entry.as_dict(),
+                        "median_s": entry.median_s,
+                        "normalized": _normalized(entry),
+                        "speedup": _speedup(entry),
+                    }
+                    for key, entry in sorted(found.entries.items())
+                },
+                "skipped": dict(sorted(found.skipped.items())),
+            }
+        )
+        return EXIT_OK
+    environments: dict[str, str] = {}  # rendered fingerprint -> its label
+    rows = []
+    for key, entry in sorted(found.entries.items()):
+        fingerprint = render_fingerprint(entry.fingerprint) if entry.fingerprint else ""
+        label = "-"
+        if fingerprint:
+            label = environments.setdefault(fingerprint, _label(len(environments)))
+        normalized = _normalized(entry)
+        speedup = _speedup(entry)
+        rows.append(
+            (
+                key,
+                entry.device or "-",
+                entry.backend or "-",
+                _config_text(entry.config),
+                str(len(entry.runs)),
+                format_seconds(entry.median_s),
+                "-" if normalized is None else f"{normalized:.4g}",
+                "-" if speedup is None else f"{speedup:.2f}x",
+                str(entry.graph_breaks),
+                str(entry.recompiles),
+                _compile_text(entry),
+                format_bytes(entry.peak_memory_bytes),
+                label,
+            )
+        )
+    _out(f"{path}: {len(found.entries)} entr{'y' if len(found.entries) == 1 else 'ies'}")
+    if rows:
+        headers = (
+            "test",
+            "device",
+            "backend",
+            "config",
+            "runs",
+            "median",
+            "normalized",
+            "speed-up",
+            "graph breaks",
+            "recompiles",
+            "compile",
+            "peak mem",
+            "env",
+        )
+        for line in _table(headers, rows):
+            _out(line)
+    if environments:
+        _out("")
+        _out("environments (the fingerprint each entry was recorded in):")
+        for fingerprint, label in environments.items():
+            _out(f"  {label}: {fingerprint}")
+    if found.skipped:
+        _out("")
+        _out("unreadable entries (kept as they are by saves):")
+        for key, problem in sorted(found.skipped.items()):
+            _out(f"  {key}: {problem}")
+    return EXIT_OK
+
+
+def _label(index: int) -> str:
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return letters[index] if index < len(letters) else f"E{index}"
+
+
+# -- diff ---------------------------------------------------------------------------------
+
+
+def _option(value: Any, flag: str, parse: Callable[[Any], Any], default: Any) -> Any:
+    if value is None:
+        return default
+    try:
+        return parse(value)
+    except ValueError as exc:
+        raise CliError(f"{flag}: {exc}") from None
+
+
+def _judging(args: argparse.Namespace) -> dict[str, Judging]:
+    return judging_per_device(
+        _option(
+            args.threshold,
+            "--threshold",
+            lambda v: parse_per_device(v, DEFAULT_THRESHOLD_PCT, "a percentage > 0", _positive),
+            DEFAULT_THRESHOLD_PCT,
+        ),
+        _option(
+            args.run_noise,
+            "--run-noise",
+            lambda v: parse_per_device(
+                v, DEFAULT_RUN_NOISE_PCT, "a percentage >= 0", lambda x: x >= 0
+            ),
+            DEFAULT_RUN_NOISE_PCT,
+        ),
+        metric=_option(args.metric, "--metric", lambda v: parse_choice(v, METRICS), METRICS[0]),
+        fail_inconclusive=args.fail_inconclusive,
+        compile_threshold_pct=_option(
+            args.compile_threshold,
+            "--compile-threshold",
+            lambda v: parse_number(v, "a percentage > 0", _positive),
+            DEFAULT_COMPILE_THRESHOLD_PCT,
+        ),
+        memory_threshold_pct=_option(
+            args.memory_threshold,
+            "--memory-threshold",
+            lambda v: parse_number(v, "a percentage > 0", _positive),
+            DEFAULT_MEMORY_THRESHOLD_PCT,
+        ),
+        confidence=_option(
+            args.confidence,
+            "--confidence",
+            lambda v: parse_number(v, "a number between 0.5 and 1", lambda x: 0.5 < x < 1),
+            DEFAULT_CONFIDENCE,
+        ),
+    )
+
+
+def _positive(value: float) -> bool:
+    return value > 0
+
+
+def _device(key: str, *entries: BaselineEntry | None) -> str:
+    """The entry's device type; for entries written without one, the test id's first
+    parameter (``[cpu-default]``), else cpu."""
+    for entry in entries:
+        if entry is not None and entry.device in DEVICES:
+            return str(entry.device)
+    param = key.rpartition("[")[2].split("-", 1)[0]
+    return param if param in DEVICES else "cpu"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Row:
+    key: str
+    status: str
+    failed: bool
+    verdict: Verdict | None
+    old: BaselineEntry | None
+    new: BaselineEntry | None
+    device: str
+    notes: tuple[str, ...] = ()
+    judging: Judging | None = None  # with a verdict: how it was judged
+
+
+def _judge_entry(
+    key: str, old: BaselineEntry, new: BaselineEntry, judging: Judging, policy: str
+) -> _Row:
+    """What the plugin would have said of NEW's newest run against OLD's entry."""
+    run = new.runs[-1]
+    notes: list[str] = []
+    if len(new.runs) > 1:
+        notes.append(f"judged NEW's newest run of {len(new.runs)}")
+    failures: tuple[str, ...] = ()
+    changed = differences(old.fingerprint, new.fingerprint)
+    if changed:
+        where = "recorded in another environment than OLD's entry: " + "; ".join(changed)
+        if policy == "skip":
+            note = f"not compared (--fingerprint-policy=skip): {where}"
+            verdict = Verdict(Status.NOT_COMPARED, notes=(note,))
+            device = _device(key, new, old)
+            return _Row(key, str(verdict.status), False, verdict, old, new, device, (), judging)
+        if policy == "fail":
+            failures = (f"{where} (--fingerprint-policy=fail)",)
+        else:
+            notes.append(where)
+    verdict = judge(
+        old,
+        run,
+        graph_breaks=new.graph_breaks,
+        recompiles=new.recompiles,
+        judging=judging,
+        compile_time_s=new.compile_time_s,
+        compile_cache=new.compile_cache,
+        peak_memory_bytes=new.peak_memory_bytes,
+        failures=failures,
+    )
+    verdict = dataclasses.replace(verdict, notes=(*verdict.notes, *notes))
+    device = _device(key, new, old)
+    return _Row(key, str(verdict.status), verdict.failed, verdict, old, new, device, (), judging)
+
+
+def _diff_rows(
+    old: BaselineFile, new: BaselineFile, judging: Mapping[str, Judging], args: argparse.Namespace
+) -> list[_Row]:
+    policy = _option(
+        args.fingerprint_policy,
+        "--fingerprint-policy",
+        lambda v: parse_choice(v, FINGERPRINT_POLICIES),
+        FINGERPRINT_POLICIES[0],
+    )
+    keys = {*old.entries, *old.skipped, *new.entries, *new.skipped}
+    rows = []
+    for key in sorted(k for k in keys if _matches(k, args.test)):
+        before, after = old.entries.get(key), new.entries.get(key)
+        device = _device(key, after, before)
+        if key in new.skipped:
+            rows.append(
+                _Row(key, "unreadable", False, None, before, None, device, (new.skipped[key],))
+            )
+        elif after is None:
+            note = (old.skipped[key],) if key in old.skipped else ()
+            rows.append(_Row(key, "missing", False, None, before, None, device, note))
+        elif before is None:
+            note = (f"OLD's entry is unreadable: {old.skipped[key]}",) if key in old.skipped else ()
+            rows.append(_Row(key, str(Status.NEW), False, None, None, after, device, note))
+        else:
+            rows.append(_judge_entry(key, before, after, judging[device], policy))
+    return rows
+
+
+def _pair(old: str | None, new: str | None) -> str:
+    if old == new or old is None:
+        return new or "-"
+    if new is None:
+        return old
+    return f"{old} -> {new}"
+
+
+def _diff_cells(row: _Row) -> tuple[str, ...]:
+    old, new = row.old, row.new
+    change = row.verdict.change if row.verdict is not None else None
+    return (
+        row.key,
+        row.device,
+        format_seconds(old.median_s) if old else "-",
+        format_seconds(new.runs[-1].timing.median) if new else "-",
+        "-" if change is None else f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%",
+        _pair(
+            None if old is None else str(old.graph_breaks),
+            None if new is None else str(new.graph_breaks),
+        ),
+        _pair(
+            None if old is None else str(old.recompiles),
+            None if new is None else str(new.recompiles),
+        ),
+        _pair(
+            None if old is None or old.compile_time_s is None else _compile_text(old),
+            None if new is None or new.compile_time_s is None else _compile_text(new),
+        ),
+        _pair(
+            None if old is None else format_bytes(old.peak_memory_bytes),
+            None if new is None else format_bytes(new.peak_memory_bytes),
+        ),
+        row.status.upper() if row.failed else row.status,
+    )
+
+
+def _diff(args: argparse.Namespace) -> int:
+    judging = _judging(args)
+    old = _read(args.old, "OLD baseline file")
+    new = _read(args.new, "NEW baseline file")
+    rows = _diff_rows(old, new, judging, args)
+    failed = [row for row in rows if row.failed]
+    code = EXIT_REGRESSED if failed else EXIT_OK
+    if args.json:
+        _print_json(
+            {
+                "old": args.old,
+                "new": args.new,
+                "exit_code": code,
+                "cases": {row.key: _row_json(row) for row in rows},
+            }
+        )
+        return code
+    _out(f"{args.new} against {args.old}:")
+    if rows:
+        headers = (
+            "test",
+            "device",
+            "old",
+            "new",
+            "change",
+            "graph breaks",
+            "recompiles",
+            "compile",
+            "peak mem",
+            "verdict",
+        )
+        for line in _table(headers, (_diff_cells(row) for row in rows)):
+            _out(line)
+    details = [(row, _details(row)) for row in rows]
+    details = [(row, lines) for row, lines in details if lines]
+    if details:
+        _out("")
+        for row, lines in details:
+            _out(f"{row.key}: {row.status}")
+            for line in lines:
+                _out(f"  {line}")
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    _out("")
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) or "no entries"
+    outcome = (
+        f"{len(failed)} fail the gate: exit {EXIT_REGRESSED}"
+        if failed
+        else f"nothing regressed: exit {EXIT_OK}"
+    )
+    _out(f"{summary}; {outcome}")
+    return code
+
+
+def _details(row: _Row) -> list[str]:
+    verdict = row.verdict
+    if verdict is None:
+        return list(row.notes)
+    lines = [f"- {text}" for text in (*verdict.failures, *verdict.problems)]
+    change = verdict.change
+    judging = row.judging
+    if (
+        judging is not None
+        and change is not None
+        and not verdict.problems
+        and change.status is not Status.UNCHANGED
+    ):
+        lines.append(f"- {change.describe(judging.threshold_pct, judging.confidence)}")
+    if verdict.status is Status.INCONCLUSIVE:
+        runs = "" if row.old is None or len(row.old.runs) > 1 else "record OLD from several "
+        lines.append(
+            "the noise is larger than the threshold: "
+            + (f"{runs}runs (--tweak-save --tweak-append), " if runs else "")
+            + "measure longer (--tweak-max-time), or raise --threshold"
+        )
+    return [*lines, *verdict.notes]
+
+
+def _row_json(row: _Row) -> dict[str, Any]:
+    verdict = row.verdict
+
+    def change(value: Any) -> dict[str, Any] | None:
+        if value is None:
+            return None
+        return {**dataclasses.asdict(value), "status": str(value.status)}
+
+    return {
+        "status": row.status,
+        "failed": row.failed,
+        "device": row.device,
+        "old_median_s": None if row.old is None else row.old.median_s,
+        "new_median_s": None if row.new is None else row.new.runs[-1].timing.median,
+        "change": None if verdict is None else change(verdict.change),
+        "speedup": None if verdict is None else change(verdict.speedup),
+        "problems": [] if verdict is None else list(verdict.problems),
+        "failures": [] if verdict is None else list(verdict.failures),
+        "notes": list(row.notes) if verdict is None else list(verdict.notes),
+    }
+
+
+# -- merge and accept ---------------------------------------------------------------------
+
+
+def _merge(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    sources = [(name, _read(name, "input")) for name in args.inputs]
+    before: dict[str, BaselineEntry] = {}
+
+    def update(on_disk: BaselineFile) -> BaselineFile:
+        _report_skipped(out, on_disk)
+        before.update(on_disk.entries)
+        try:
+            return merge_baselines([(str(out), on_disk), *sources], args.on_conflict)
+        except ValueError as exc:
+            raise CliError(f"{exc}; {out} is left as it was") from None
+
+    written = update_baselines(out, update)
+    added = [k for k in written.entries if k not in before]
+    changed = [k for k in written.entries if k in before and written.entries[k] != before[k]]
+    _out(
+        f"merged {len(sources)} file(s) into {out}: {len(written.entries)} entries "
+        f"({len(added)} added, {len(changed)} updated, "
+        f"{len(written.entries) - len(added) - len(changed)} unchanged)"
+    )
+    if written.raw:
+        _out(
+            f"{len(written.raw)} unreadable entr{'y' if len(written.raw) == 1 else 'ies'} "
+            "carried as found: " + ", ".join(sorted(written.raw))
+        )
+    return EXIT_OK
+
+
+def _accept(args: argparse.Namespace) -> int:
+    baseline = Path(args.baseline)
+    new = _read(args.new, "NEW baseline file")
+    patterns: list[str] = args.test
+    for pattern in patterns:
+        if not any(_matches(key, [pattern]) for key in (*new.entries, *new.skipped)):
+            raise CliError(
+                f"--test {pattern!r} matches no entry of {args.new}; nothing was accepted"
+            )
+    selected = {k: e for k, e in new.entries.items() if _matches(k, patterns)}
+    for key in sorted(k for k in new.skipped if _matches(k, patterns)):
+        _warn(f"{args.new}: entry {key!r} is unreadable: not accepted")
+    if not selected:
+        raise CliError(f"{args.new} holds no readable entry to accept; nothing was accepted")
+    before: dict[str, BaselineEntry] = {}
+
+    def update(on_disk: BaselineFile) -> BaselineFile:
+        _report_skipped(baseline, on_disk)
+        before.update(on_disk.entries)
+        entries = {**on_disk.entries, **selected}
+        raw = {k: v for k, v in on_disk.raw.items() if k not in selected}
+        return BaselineFile(entries=entries, raw=raw)
+
+    written = update_baselines(baseline, update)
+    kept = len(written.entries) - len(selected)
+    _out(
+        f"accepted {_entries(len(selected))} of {args.new} into {baseline} "
+        f"(kept {kept} other entr{'y' if kept == 1 else 'ies'}):"
+    )
+    for key, entry in sorted(selected.items()):
+        old = before.get(key)
+        was = "new" if old is None else f"was {format_seconds(old.median_s)}"
+        _out(f"  {key}: {format_seconds(entry.median_s)} ({was})")
+    return EXIT_OK
