@@ -358,7 +358,9 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
     lines = [
         "## pytest-tweak",
         "",
-        f"**{len(cases)} case(s)** in {len(tests)} test(s), {failed} failed: {counts}",
+        f"**{len(cases)} case(s)** in {len(tests)} test(s), {failed} failed: {counts}"
+        if cases
+        else "No pytest-tweak case ran.",
     ]
     headers = (
         "config",

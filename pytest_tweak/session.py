@@ -33,6 +33,10 @@ class TweakOptions:
     logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
     #: A baseline recorded in another environment: "warn", "skip" or "fail".
     fingerprint_policy: str = "warn"
+    #: The report files to write (``--tweak-json``, ``--tweak-markdown``, ``--tweak-html``).
+    json_path: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
 
 
 @dataclass
@@ -82,6 +86,10 @@ class TweakSession:
         self.fingerprint: dict[str, Any] = {}
         #: Cases whose baseline was recorded in another environment: test id -> differences.
         self.environment_changed: dict[str, list[str]] = {}
+        #: Every case's plain data (`pytest_tweak.results.CaseResult.to_dict`), test id ->
+        #: dict, as read from the test reports: under pytest-xdist the controller's only
+        #: view of the cases, and what the report files are written from.
+        self.cases: dict[str, dict[str, Any]] = {}
 
     def load(self) -> None:
         """Read the baseline file (`BaselineError` when it is broken; a broken entry is

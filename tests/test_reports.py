@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
@@ -345,3 +346,220 @@ def test_a_case_without_timing_gets_no_chart() -> None:
     page = _page(text)
     assert page.sections[0]["bars"] == {}
     assert "No timing" in text
+
+
+# -- real runs ----------------------------------------------------------------------------
+
+SUITE = """
+import os, pytest, torch
+from pytest_tweak import TorchInductorBackendConfig
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = torch.relu(self.a(x))
+        if os.environ.get("TWEAK_BREAK"):
+            torch._dynamo.graph_break()   # the "pull request": one more graph break
+        return self.a(x)
+
+def test_steady(tweak):
+    tweak.benchmark(torch.nn.Linear(16, 16).eval(), torch.randn(4, 16))
+
+@pytest.mark.tweak_configs(
+    TorchInductorBackendConfig(), TorchInductorBackendConfig(dynamic=False)
+)
+def test_net(tweak):
+    tweak.benchmark(Net().eval(), torch.randn(4, 16))
+"""
+
+
+def _junit_properties(path: Path) -> dict[str, dict[str, str]]:
+    found = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("name", "")
+        found[name] = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+    return found
+
+
+def _outputs(pytester: pytest.Pytester) -> list[str]:
+    out = pytester.path / "out"
+    return [
+        f"--tweak-json={out / 'report.json'}",
+        f"--tweak-markdown={out / 'report.md'}",
+        f"--tweak-html={out / 'report.html'}",
+        f"--junitxml={out / 'junit.xml'}",
+    ]
+
+
+def test_a_run_writes_every_report(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    step_summary = pytester.path / "step_summary.md"
+    step_summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    result = run_suite(*_outputs(pytester))
+    result.assert_outcomes(passed=3)
+    out = pytester.path / "out"
+    result.stdout.fnmatch_lines(
+        [
+            "*- tweak tuning -*",
+            "test*device*fastest config*median*next*margin",
+            "test_suite.py::test_steady*cpu*inductor:default*only timed config",
+            "test_suite.py::test_net*cpu*inductor:*inductor:*%*",
+            f"pytest-tweak: JSON report written to {out / 'report.json'}",
+            f"pytest-tweak: markdown report written to {out / 'report.md'}",
+            f"pytest-tweak: HTML report written to {out / 'report.html'}",
+        ]
+    )
+
+    document = json.loads((out / "report.json").read_text())
+    _validate(document)
+    cases = {c["nodeid"]: c for c in document["cases"]}
+    assert sorted(cases) == [
+        "test_suite.py::test_net[cpu-default]",
+        "test_suite.py::test_net[cpu-static]",
+        "test_suite.py::test_steady[cpu-default]",
+    ]
+    case = cases["test_suite.py::test_net[cpu-static]"]
+    assert case["device"] == "cpu" and case["device_name"] == document["environment"]["cpu"]
+    assert case["config"]["dynamic"] is False
+    assert case["verdict"]["status"] == "new" and case["baseline"] is None
+    assert case["outcome"] == "passed"
+    assert case["timing"]["n"] >= 5 and case["speedup"]["median"] > 0
+    assert case["compile"]["cache"]["state"] in ("hit", "miss", "partial")
+    assert document["environment"]["torch"].startswith("2.")
+    assert {row["test"] for row in document["tuning"]} == {
+        "test_suite.py::test_steady",
+        "test_suite.py::test_net",
+    }
+
+    markdown = (out / "report.md").read_text()
+    assert "**3 case(s)** in 2 test(s), 0 failed: 3 new" in markdown
+    assert "| `inductor:static` | cpu | " in markdown
+    assert step_summary.read_text() == "earlier step\n" + markdown
+
+    page = _page((out / "report.html").read_text())
+    assert [s["test"] for s in page.sections] == [
+        "test_suite.py::test_steady",
+        "test_suite.py::test_net",
+    ]
+    assert page.sections[1]["bars"] == {"cpu": ["default", "static"]}
+    assert page.scripts == 0 and all(url.startswith("#") for url in page.urls)
+
+    properties = _junit_properties(out / "junit.xml")
+    net = properties["test_net[cpu-static]"]
+    assert net["tweak_config"] == "static" and net["tweak_verdict"] == "new"
+    assert float(net["tweak_median_s"]) > 0 and float(net["tweak_speedup"]) > 0
+    assert net["tweak_graph_breaks"] == "0" and net["tweak_recompiles"] == "0"
+    assert "tweak_change_pct" not in net  # no baseline: no change
+    assert not any(REPORT_ATTRIBUTE in names for names in properties.values())
+
+
+def test_a_regressed_test_leads_every_report(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    # only the graph break may fail: speed, compile time and memory are out of scope here
+    lenient = (
+        "--tweak-threshold=1000",
+        "--tweak-compile-threshold=100000",
+        "--tweak-memory-threshold=1000",
+    )
+    run_suite(*lenient, "--tweak-save").assert_outcomes(passed=3)
+    monkeypatch.setenv("TWEAK_BREAK", "1")
+    result = run_suite(*lenient, *_outputs(pytester))
+    result.assert_outcomes(passed=1, failed=2)
+    out = pytester.path / "out"
+
+    document = json.loads((out / "report.json").read_text())
+    _validate(document)
+    cases = {c["nodeid"]: c for c in document["cases"]}
+    broken = cases["test_suite.py::test_net[cpu-default]"]
+    assert broken["verdict"]["status"] == "regressed" and broken["verdict"]["failed"]
+    assert broken["outcome"] == "failed"
+    assert broken["graph_breaks"] == 1 and broken["baseline"]["graph_breaks"] == 0
+    assert any("graph breaks 1 vs baseline 0" in p for p in broken["verdict"]["problems"])
+    assert broken["break_reasons"][0]["filename"].endswith("test_suite.py")
+    assert broken["baseline"]["median_s"] > 0 and broken["verdict"]["change"] is not None
+    assert document["summary"]["failed"] == 2
+
+    markdown = (out / "report.md").read_text().splitlines()
+    net = markdown.index("### ❌ `test_suite.py::test_net`: regressed")
+    steady = next(i for i, line in enumerate(markdown) if "`test_suite.py::test_steady`" in line)
+    assert net < steady  # ran second, reported first
+    row = next(line for line in markdown[net:] if line.startswith("| `inductor:default`"))
+    assert "| 1 (was 0) |" in row and "**regressed** (test failed)" in row
+
+    page = _page((out / "report.html").read_text())
+    assert page.sections[0]["test"] == "test_suite.py::test_net"
+    assert page.sections[0]["baselines"] == 2  # one marker per config's bar
+
+    properties = _junit_properties(out / "junit.xml")["test_net[cpu-default]"]
+    assert properties["tweak_verdict"] == "regressed"
+    assert properties["tweak_graph_breaks"] == "1"
+    assert "tweak_change_pct" in properties and "tweak_noise_pct" in properties
+
+
+# -- bad values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["json", "markdown", "html"])
+def test_a_folder_as_a_report_file_is_refused_before_any_test_runs(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.mkdir("reports")
+    result = pytester.runpytest(f"--tweak-{name}=reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --tweak-{name}: cannot write the * report to *reports: "
+            "it is a folder; name a file*"
+        ]
+    )
+
+
+def test_a_report_under_a_file_is_refused_naming_the_ini_option(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.path.joinpath("notes.txt").write_text("a file, not a folder")
+    pytester.makeini("[pytest]\ntweak_html = notes.txt/report.html\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: ini option tweak_html: cannot write the HTML report to "
+            "*notes.txt/report.html: *notes.txt is not a writable folder"
+        ]
+    )
+
+
+def test_report_paths_in_the_ini_file_are_relative_to_it(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("sub")
+    pytester.makeini("[pytest]\ntweak_json = out/r.json\n")
+    pytester.makepyfile("def test_x(): pass")
+    config = pytester.parseconfigure(pytester.path / "sub")
+    from pytest_tweak.plugin import _SESSION_KEY
+
+    assert config.stash[_SESSION_KEY].options.json_path == pytester.path / "out" / "r.json"
+
+
+def test_a_run_without_cases_still_writes_the_reports_asked_for(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    step_summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    result = pytester.runpytest("--tweak-json=r.json", "--tweak-markdown=r.md")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["tweak: *, json=*r.json, markdown=*r.md"])
+    document = json.loads((pytester.path / "r.json").read_text())
+    _validate(document)
+    assert document["cases"] == [] and document["summary"]["cases"] == 0
+    assert "No pytest-tweak case ran." in (pytester.path / "r.md").read_text()
+    assert not step_summary.exists()  # a suite without cases leaves the job summary alone
