@@ -181,10 +181,10 @@ def _section(index: int, test: str, group: Sequence[CaseResult], tuning: Sequenc
 
 
 def _nice_step(span: float) -> float:
-    """A round tick step (1, 2 or 5 times a power of ten) giving about four ticks."""
-    raw = span / 4.0
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving four to six ticks."""
+    raw = span / 5.0
     power = 10.0 ** math.floor(math.log10(raw))
-    for factor in (1.0, 2.0, 5.0, 10.0):
+    for factor in (1.0, 2.0, 2.5, 5.0, 10.0):
         if raw <= factor * power:
             return factor * power
     return 10.0 * power
@@ -220,15 +220,14 @@ def chart(cases: Sequence[CaseResult]) -> str:
         '<g class="axis">',
     ]
     bottom = _TOP + _ROW_H * len(timed)
-    tick = 0.0
-    while tick <= top * 1.0001:
+    for index in range(int(top / step * 1.0001) + 1):
+        tick = index * step
         out.append(
             f'<line class="grid" x1="{x(tick):.1f}" y1="{_TOP}" x2="{x(tick):.1f}" '
             f'y2="{bottom}"/>'
             f'<text x="{x(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
             f"{escape(format_seconds(tick) if tick else '0')}</text>"
         )
-        tick += step
     out.append("</g>")
     for row, case in enumerate(timed):
         timing = case.timing

@@ -563,3 +563,10 @@ def test_a_run_without_cases_still_writes_the_reports_asked_for(
     assert document["cases"] == [] and document["summary"]["cases"] == 0
     assert "No pytest-tweak case ran." in (pytester.path / "r.md").read_text()
     assert not step_summary.exists()  # a suite without cases leaves the job summary alone
+
+
+def test_the_chart_axis_has_round_ticks_up_to_the_slowest_figure() -> None:
+    page = html_report([_case("test_x", "default", 8e-6)], ENVIRONMENT)  # eager 16 us
+    svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]
+    labels = [part.split("</text>")[0] for part in svg.split('text-anchor="middle">')[1:]]
+    assert labels == ["0", "5 us", "10 us", "15 us"]
