@@ -570,3 +570,15 @@ def test_the_chart_axis_has_round_ticks_up_to_the_slowest_figure() -> None:
     svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]
     labels = [part.split("</text>")[0] for part in svg.split('text-anchor="middle">')[1:]]
     assert labels == ["0", "5 us", "10 us", "15 us"]
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_named_and_fails_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    # the path is fine when the run starts; the test then puts a folder in its place
+    pytester.makepyfile("def test_x(tmp_path):\n    __import__('os').mkdir('r.json')\n")
+    result = pytester.runpytest("--tweak-json=r.json")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["pytest-tweak: ERROR: JSON report not written to *r.json: *"])
+    assert [p.name for p in pytester.path.iterdir() if p.name.startswith(".r.json")] == []
