@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import nullcontext as _nothing
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +21,7 @@ from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
 from .devices import DEVICES, parse_device
 from .fingerprint import check_fingerprint, differences, render_fingerprint
+from .html_report import html_report
 from .measure import CaseChecks, MeasureSettings
 from .options import (
     DEFAULT_COMPILE_THRESHOLD_PCT,
@@ -36,7 +37,17 @@ from .options import (
     per_device_text,
 )
 from .registry import DEFAULT_BACKEND, BackendRegistry, BackendSpec, RegistryError
-from .report import options_listing, summary_lines
+from .report import (
+    append_text,
+    dump_json,
+    json_report,
+    markdown_report,
+    options_listing,
+    summary_lines,
+    tuning_lines,
+    write_atomic,
+)
+from .results import REPORT_ATTRIBUTE, CaseResult, junit_properties, suite_tuning
 from .session import LockUse, TweakOptions, TweakSession
 from .verdict import COMPILE_FLOOR_S, Judging, Limits, Verdict
 
@@ -149,6 +160,24 @@ PROGRESS_HELP = (
     "the terminal while it runs, erased when the case ends: 'auto' does so on a terminal, "
     "not under -q and not when the CI environment variable is set (default: auto)"
 )
+JSON_HELP = (
+    "write a JSON report of every case (metrics, baseline, verdict, environment) to this "
+    "file; schema: pytest_tweak/report.schema.json (default: none)"
+)
+MARKDOWN_HELP = (
+    "write a markdown summary (per test: configs by device, change, speed-up, verdict) to "
+    "this file; it is also appended to $GITHUB_STEP_SUMMARY when that is set (default: none)"
+)
+HTML_HELP = (
+    "write a self-contained HTML report with per-device charts of every test's configs "
+    "to this file (default: none)"
+)
+#: The report options: name, what the file is, the file name an example suggests.
+_REPORTS = (
+    ("json", "JSON report", "tweak-report.json"),
+    ("markdown", "markdown report", "tweak-report.md"),
+    ("html", "HTML report", "tweak-report.html"),
+)
 
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
 _PROGRESS_KEY = pytest.StashKey["_ProgressLine | None"]()
@@ -184,6 +213,9 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("logs", "ARTIFACTS", LOGS_HELP),
     ("fingerprint_policy", "warn|skip|fail", FINGERPRINT_POLICY_HELP),
     ("progress", "auto|on|off", PROGRESS_HELP),
+    ("json", "PATH", JSON_HELP),
+    ("markdown", "PATH", MARKDOWN_HELP),
+    ("html", "PATH", HTML_HELP),
 )
 #: Marker keywords of ``tweak_limits``.
 _LIMIT_KEYS = ("graph_breaks", "recompiles")
@@ -302,6 +334,15 @@ def pytest_report_header(config: pytest.Config) -> str:
         f"{' (cold compile)' if options.checks.cold else ''}, "
         f"memory-threshold={first.memory_threshold_pct if first else 0:g}%"
         + (f", logs={','.join(options.logs)}" if options.logs else "")
+        + "".join(
+            f", {name}={path}"
+            for name, path in (
+                ("json", options.json_path),
+                ("markdown", options.markdown_path),
+                ("html", options.html_path),
+            )
+            if path is not None
+        )
     )
 
 
@@ -452,7 +493,46 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
             config, "tweak_fingerprint_policy", FINGERPRINT_POLICIES, "warn"
         ),
         progress=_choice(config, "tweak_progress", PROGRESS_MODES, "auto"),
+        **_report_paths(config),
     )
+
+
+def _path_option(config: pytest.Config, name: str) -> tuple[Path | None, str]:
+    """A path option: relative to the current directory on the command line, to the ini
+    file's folder in the ini file."""
+    raw, source = _raw(config, name)
+    if raw is None or not str(raw).strip():
+        return None, source
+    if source.startswith("--"):
+        return config.invocation_params.dir / str(raw), source
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return base / str(raw), source
+
+
+def _report_paths(config: pytest.Config) -> dict[str, Path | None]:
+    """The report files asked for, each checked now: a folder, or a place that cannot be
+    written, stops the run before any case runs."""
+    paths: dict[str, Path | None] = {}
+    for name, what, example in _REPORTS:
+        path, source = _path_option(config, f"tweak_{name}")
+        if path is not None:
+            problem = _unwritable(path, example)
+            if problem is not None:
+                raise pytest.UsageError(f"{source}: cannot write the {what} to {path}: {problem}")
+        paths[f"{name}_path"] = path
+    return paths
+
+
+def _unwritable(path: Path, example: str) -> str | None:
+    """Why ``path`` cannot be written as a file (missing folders are created), or ``None``."""
+    if path.is_dir():
+        return f"it is a folder; name a file, e.g. {path / example}"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not a writable folder"
+    return None
 
 
 def _check_writable(path: Path, source: str) -> None:
@@ -1020,17 +1100,101 @@ class _ControllerHooks:
             self.session.absorb(output)
 
 
+def _report_settings(options: TweakOptions) -> dict[str, Any]:
+    """The settings a JSON report records."""
+    return {
+        "devices": list(options.devices),
+        "baseline": str(options.baseline_path),
+        "save": options.save,
+        "metric": options.judging[options.devices[0]].metric if options.devices else None,
+        "threshold_pct": {d: options.judging[d].threshold_pct for d in options.devices},
+        "run_noise_pct": {d: options.judging[d].run_noise_pct for d in options.devices},
+    }
+
+
 class _RunHooks:
     """Hooks that need the run's `TweakSession`; registered once per run as ``tweak-run``."""
 
     def __init__(self, session: TweakSession) -> None:
         self.session = session
         self.save_error: str | None = None
+        #: What writing the report files did: (ok, message) per file.
+        self.report_lines: list[tuple[bool, str]] = []
+        self._results: list[CaseResult] | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Where the case ran: put its plain data on the call report (pytest serializes
+        a report's attributes for pytest-xdist), and its figures into the test's properties
+        (``--junitxml`` writes them)."""
+        report: pytest.TestReport = yield
+        record = self.session.records.get(item.nodeid)
+        if report.when == "call" and record is not None:
+            case = CaseResult.from_record(record, outcome=report.outcome)
+            setattr(report, REPORT_ATTRIBUTE, case.to_dict())
+            properties = junit_properties(case)
+            item.user_properties.extend(properties)  # the teardown report's, for junitxml
+            report.user_properties.extend(properties)
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = self.session.records.get(report.nodeid)
         if record is not None and report.when == "call":
             record.test_passed = report.passed
+        case = getattr(report, REPORT_ATTRIBUTE, None)
+        if isinstance(case, dict):
+            self.session.cases[report.nodeid] = case
+
+    def _case_results(self) -> list[CaseResult]:
+        """The cases read back from the reports' data (once: every test has reported)."""
+        if self._results is not None:
+            return self._results
+        cases = []
+        for nodeid, data in self.session.cases.items():
+            try:
+                cases.append(CaseResult.from_dict(data))
+            except ValueError as exc:
+                self.report_lines.append((False, f"case {nodeid} left out of the reports: {exc}"))
+        self._results = cases
+        return cases
+
+    def _write_reports(self, config: pytest.Config) -> None:
+        """The report files asked for, from the cases' plain data: by the one process, or
+        the pytest-xdist controller, never a worker. ``$GITHUB_STEP_SUMMARY`` gets the
+        markdown when a case ran."""
+        if hasattr(config, "workerinput"):
+            return
+        options = self.session.options
+        cases = self._case_results()
+        tuning = suite_tuning(cases)
+        environment = self.session.fingerprint or (cases[0].environment if cases else {})
+        renderers: dict[str, Callable[[], str]] = {
+            "JSON report": lambda: dump_json(
+                json_report(cases, environment, _report_settings(options), tuning)
+            ),
+            "markdown report": lambda: markdown_report(cases, tuning),
+            "HTML report": lambda: html_report(cases, environment, tuning),
+        }
+        paths = (options.json_path, options.markdown_path, options.html_path)
+        for (what, render), path in zip(renderers.items(), paths, strict=True):
+            if path is None:
+                continue
+            try:
+                write_atomic(path, render())
+            except OSError as exc:
+                self.report_lines.append((False, f"{what} not written to {path}: {exc}"))
+            else:
+                self.report_lines.append((True, f"{what} written to {path}"))
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY", "")
+        if summary_file and cases:
+            try:
+                append_text(Path(summary_file), markdown_report(cases, tuning))
+            except OSError as exc:
+                self.report_lines.append(
+                    (False, f"markdown not appended to $GITHUB_STEP_SUMMARY {summary_file}: {exc}")
+                )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         tweak = self.session
@@ -1040,6 +1204,9 @@ class _RunHooks:
             worker = str(getattr(session.config, "workerinput", {}).get("workerid", "?"))
             worker_output[_WORKER_OUTPUT_KEY] = tweak.worker_output(worker)
             return
+        self._write_reports(session.config)
+        if session.exitstatus == pytest.ExitCode.OK and not all(ok for ok, _ in self.report_lines):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not tweak.options.save or not (tweak.records or tweak.remote_entries):
             return
         try:
@@ -1061,6 +1228,15 @@ class _RunHooks:
         lock_line = _lock_line(tweak.lock_uses, tweak.workers)
         if lock_line:
             terminalreporter.write_line(lock_line)
+        tuning = tuning_lines(suite_tuning(self._case_results())) if tweak.cases else []
+        if tuning:
+            terminalreporter.write_sep("-", "tweak tuning")
+            for line in tuning:
+                terminalreporter.write_line(line)
+        for ok, line in self.report_lines:
+            terminalreporter.write_line(
+                f"pytest-tweak: {'' if ok else 'ERROR: '}{line}", red=not ok
+            )
         if tweak.environment_changed:
             terminalreporter.write_line(
                 _environment_line(tweak.environment_changed, tweak.options.fingerprint_policy),

@@ -1,12 +1,20 @@
-"""Text for people: the failure message of a regressed case and the summary table."""
+"""Text for people and files for tools: the failure message of a regressed case, the summary
+table, the tuning table, and the markdown and JSON reports of a run (docs/reports.md)."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
+import json
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .results import SCHEMA_VERSION, CaseResult, TuneRow, suite_tuning
 from .verdict import Status, format_bytes, format_seconds
 
 if TYPE_CHECKING:
@@ -14,7 +22,25 @@ if TYPE_CHECKING:
     from .session import CaseRecord
     from .verdict import Judging, Verdict
 
-__all__ = ["SummaryItem", "failure_message", "options_listing", "summary_item", "summary_lines"]
+__all__ = [
+    "JSON_FORMAT",
+    "SummaryItem",
+    "append_text",
+    "dump_json",
+    "failure_message",
+    "json_report",
+    "markdown_report",
+    "options_listing",
+    "ordered_tests",
+    "overall_status",
+    "summary_item",
+    "summary_lines",
+    "tuning_lines",
+    "write_atomic",
+]
+
+#: The ``format`` field of the JSON report.
+JSON_FORMAT = "pytest-tweak-report"
 
 _HEADERS = (
     "test",
@@ -265,3 +291,238 @@ def options_listing(modes: Mapping[str, Mapping[str, object]], options: Sequence
     lines.append(f"inductor options (TorchInductorBackendConfig(options={{...}})), {len(options)}:")
     lines += [f"  {name}" for name in sorted(options)]
     return "\n".join(lines)
+
+
+# -- the run's reports, from the cases' plain data (`pytest_tweak.results`) ---------------
+
+#: How bad a status is, worst first: the order of tests in the reports.
+_SEVERITY = (
+    Status.FAILED,
+    Status.REGRESSED,
+    Status.INCONCLUSIVE,
+    Status.IMPROVED,
+    Status.UNCHANGED,
+    Status.NEW,
+    Status.NOT_COMPARED,
+)
+
+
+def _case_rank(case: CaseResult) -> int:
+    """0 for a case whose test failed, then by how bad its verdict is."""
+    if case.verdict.failed or case.outcome == "failed":
+        return 0
+    return 1 + _SEVERITY.index(case.verdict.status)
+
+
+def ordered_tests(cases: Iterable[CaseResult]) -> list[tuple[str, list[CaseResult]]]:
+    """The cases grouped by test: tests with a failed or regressed case first, then by their
+    worst verdict; ties keep the order the tests ran in."""
+    groups: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        groups.setdefault(case.test, []).append(case)
+    ranked = sorted(groups.items(), key=lambda item: min(_case_rank(c) for c in item[1]))
+    return ranked
+
+
+def overall_status(cases: Sequence[CaseResult]) -> str:
+    """A test's word: ``failed`` when a case failed, else its worst verdict."""
+    worst = min(cases, key=_case_rank)
+    if worst.verdict.failed or worst.outcome == "failed":
+        return "failed" if worst.verdict.status is not Status.REGRESSED else "regressed"
+    return str(worst.verdict.status)
+
+
+def _median_text(case: CaseResult) -> str:
+    if case.timing is None:
+        return "-"
+    return f"{format_seconds(case.timing.median)} ±{case.timing.rel_ci_pct:.1f}%"
+
+
+def _change_text(case: CaseResult) -> str:
+    change = case.verdict.change
+    if change is None:
+        return "-"
+    return f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%"
+
+
+def _speedup_text(case: CaseResult) -> str:
+    return "-" if case.speedup is None else f"{case.speedup.median:.2f}x"
+
+
+def _count_text(now: int, was: int | None, case: CaseResult) -> str:
+    if was is None or was == now or case.verdict.status is Status.NOT_COMPARED:
+        return str(now)
+    return f"{now} (was {was})"
+
+
+def _margin_text(row: TuneRow) -> str:
+    if row.margin_pct is None:
+        return "only timed config"
+    return f"{row.margin_pct:+.1f}%" + ("" if row.clear else " (within noise)")
+
+
+def tuning_lines(rows: Sequence[TuneRow]) -> list[str]:
+    """The terminal's tuning table: per test and device, the fastest config and its margin
+    over the next; empty when no test has two timed configs on a device."""
+    if not any(row.runner_up is not None for row in rows):
+        return []
+    table = [
+        (
+            row.test,
+            row.device,
+            f"{row.best.backend}:{row.best.config_id}",
+            format_seconds(row.best.timing.median) if row.best.timing else "-",
+            "-" if row.runner_up is None else f"{row.runner_up.backend}:{row.runner_up.config_id}",
+            _margin_text(row),
+        )
+        for row in rows
+    ]
+    return _table(("test", "device", "fastest config", "median", "next", "margin"), table)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+_MARKS = {"failed": "❌", "regressed": "❌", "inconclusive": "⚠️", "improved": "🚀"}
+
+
+def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | None = None) -> str:
+    """The run as GitHub-flavoured markdown: a line of counts, then per test (failed and
+    regressed first) a table of its configs by device, what went wrong, and the tuning."""
+    if tuning is None:
+        tuning = suite_tuning(cases)
+    statuses = Counter(str(case.verdict.status) for case in cases)
+    failed = sum(1 for case in cases if case.verdict.failed or case.outcome == "failed")
+    tests = ordered_tests(cases)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    lines = [
+        "## pytest-tweak",
+        "",
+        f"**{len(cases)} case(s)** in {len(tests)} test(s), {failed} failed: {counts}"
+        if cases
+        else "No pytest-tweak case ran.",
+    ]
+    headers = (
+        "config",
+        "device",
+        "median",
+        "vs baseline",
+        "speed-up",
+        "graph breaks",
+        "recompiles",
+        "verdict",
+    )
+    for test, group in tests:
+        status = overall_status(group)
+        mark = _MARKS.get(status, "✅")
+        lines += ["", f"### {mark} `{test}`: {status}", ""]
+        rows = []
+        for case in group:
+            baseline = case.baseline
+            verdict = str(case.verdict.status)
+            if case.verdict.failed:
+                verdict = f"**{verdict}** (test failed)"
+            rows.append(
+                (
+                    f"`{case.backend}:{case.config_id}`",
+                    case.device,
+                    _median_text(case),
+                    _change_text(case),
+                    _speedup_text(case),
+                    _count_text(
+                        case.graph_breaks, baseline.graph_breaks if baseline else None, case
+                    ),
+                    _count_text(case.recompiles, baseline.recompiles if baseline else None, case),
+                    verdict,
+                )
+            )
+        lines += _md_table(headers, rows)
+        details = [
+            f"- `{case.device}-{case.config_id}`: {text}"
+            for case in group
+            for text in (*case.verdict.failures, *case.verdict.problems)
+        ]
+        if details:
+            lines += ["", *details]
+    if any(row.runner_up is not None for row in tuning):
+        lines += ["", "### Tuning: the fastest config per test and device", ""]
+        lines += _md_table(
+            ("test", "device", "fastest config", "median", "next", "margin"),
+            (
+                (
+                    f"`{row.test}`",
+                    row.device,
+                    f"`{row.best.backend}:{row.best.config_id}`",
+                    _median_text(row.best),
+                    "-"
+                    if row.runner_up is None
+                    else f"`{row.runner_up.backend}:{row.runner_up.config_id}`",
+                    _margin_text(row),
+                )
+                for row in tuning
+            ),
+        )
+    return "\n".join(lines) + "\n"
+
+
+def json_report(
+    cases: Sequence[CaseResult],
+    environment: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    tuning: Sequence[TuneRow] | None = None,
+) -> dict[str, Any]:
+    """The JSON report (``pytest_tweak/report.schema.json``; docs/reports.md)."""
+    from . import __version__
+
+    if tuning is None:
+        tuning = suite_tuning(cases)
+    statuses = Counter(str(case.verdict.status) for case in cases)
+    return {
+        "format": JSON_FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "pytest_tweak": __version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "environment": dict(environment),
+        "settings": dict(settings),
+        "summary": {
+            "cases": len(cases),
+            "failed": sum(1 for c in cases if c.verdict.failed or c.outcome == "failed"),
+            "statuses": dict(sorted(statuses.items())),
+        },
+        "cases": [case.to_dict() for case in cases],
+        "tuning": [row.to_dict() for row in tuning],
+    }
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, renamed over
+    it: a reader never sees half a report. Missing folders are created."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append ``text`` to ``path`` (``$GITHUB_STEP_SUMMARY`` collects every step's)."""
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def dump_json(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"

@@ -39,6 +39,10 @@ class TweakOptions:
     device_pools: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     #: Show each case's phase on the terminal while it runs: "auto", "on" or "off".
     progress: str = "auto"
+    #: The report files to write (``--tweak-json``, ``--tweak-markdown``, ``--tweak-html``).
+    json_path: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
 
 
 @dataclass
@@ -107,6 +111,10 @@ class TweakSession:
         self.remote_items: list[SummaryItem] = []
         self.remote_entries: dict[str, BaselineEntry] = {}
         self.workers: list[str] = []
+        #: Every case's plain data (`pytest_tweak.results.CaseResult.to_dict`), test id ->
+        #: dict, as read from the test reports: under pytest-xdist the controller's only
+        #: view of the cases, and what the report files are written from.
+        self.cases: dict[str, dict[str, Any]] = {}
 
     def load(self) -> None:
         """Read the baseline file (`BaselineError` when it is broken; a broken entry is

@@ -26,6 +26,13 @@ FAST_ARGS = (
 )
 
 
+@pytest.fixture(autouse=True)
+def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin appends its markdown to $GITHUB_STEP_SUMMARY: keep the user suites this
+    test suite runs out of the summary of the CI job running it (a test sets its own)."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def run_suite(pytester: pytest.Pytester):
     """Run pytest on the pytester dir in a fresh process, with FAST_ARGS."""

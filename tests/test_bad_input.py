@@ -8,9 +8,8 @@ import pytest
 
 from pytest_tweak.plugin import _OPTIONS
 
-#: Options whose value is a file path: any text is a valid name.
-_PATHS = {"baseline"}
-_VALUED = [name for name, metavar, _ in _OPTIONS if metavar is not None and name not in _PATHS]
+#: Options whose value is a file path (metavar PATH): any text is a valid name.
+_VALUED = [name for name, metavar, _ in _OPTIONS if metavar not in (None, "PATH")]
 _FLAGS = [name for name, metavar, _ in _OPTIONS if metavar is None]
 
 

@@ -67,8 +67,10 @@ def test_two_workers_measure_one_case_at_a_time_and_save_every_entry(
             "pytest-tweak: saved 6 case(s) to *tweak-baselines.json (kept 0 other entries)",
         ]
     )
-    rows = [line for line in result.stdout.lines if line.startswith("test_parallel.py::test_case ")]
-    assert len(rows) == 6, rows
+    start = result.stdout.lines.index(next(x for x in result.stdout.lines if "tweak summary" in x))
+    summary = result.stdout.lines[start:]
+    rows = [line for line in summary if line.startswith("test_parallel.py::test_case ")]
+    assert len(rows) == 6, "\n".join(summary)
     cases = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
     assert sorted(cases) == sorted(
         f"test_parallel.py::test_case[cpu-default-{w}]" for w in (16, 24, 32, 40, 48, 56)

@@ -1,0 +1,595 @@
+"""The run's reports: each case's plain data (`pytest_tweak.results`), the JSON, markdown and
+HTML reports, the tuning table and the JUnit properties: rendered directly from made-up cases,
+and written by real runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_tweak.html_report import html_report
+from pytest_tweak.report import json_report, markdown_report, tuning_lines, write_atomic
+from pytest_tweak.results import (
+    REPORT_ATTRIBUTE,
+    SCHEMA_VERSION,
+    BaselineFigures,
+    CaseResult,
+    junit_properties,
+    suite_tuning,
+)
+from pytest_tweak.stats import Summary
+from pytest_tweak.verdict import Change, Status, Verdict
+
+ENVIRONMENT = {"python": "3.11.7", "torch": "2.13.0+cpu", "cpu": "Test CPU", "threads": 1}
+SETTINGS = {
+    "devices": ["cpu"],
+    "baseline": "tweak-baselines.json",
+    "save": False,
+    "metric": "normalized",
+    "threshold_pct": {"cpu": 5.0},
+    "run_noise_pct": {"cpu": 3.0},
+}
+
+
+def _schema() -> dict[str, Any]:
+    text = resources.files("pytest_tweak").joinpath("report.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def _validate(document: Any) -> None:
+    jsonschema.Draft202012Validator.check_schema(_schema())
+    jsonschema.validate(document, _schema(), cls=jsonschema.Draft202012Validator)
+
+
+def _summary(median: float, spread: float = 0.02) -> Summary:
+    return Summary.of([median * (1 + spread * k) for k in (-2, -1, 0, 1, 2, 0.5, -0.5)])
+
+
+def _case(
+    test: str,
+    config: str,
+    median: float | None,
+    *,
+    device: str = "cpu",
+    status: Status = Status.NEW,
+    baseline_s: float | None = None,
+    graph_breaks: int = 0,
+    accurate: bool = True,
+    problems: tuple[str, ...] = (),
+) -> CaseResult:
+    change = None
+    if baseline_s is not None and median is not None:
+        pct = (median / baseline_s - 1) * 100
+        change = Change("time", median, baseline_s, pct, pct - 3, pct + 3, 3.0, 1, status)
+    return CaseResult(
+        nodeid=f"test_m.py::{test}[{device}-{config}]",
+        device=device,
+        device_name="Test CPU" if device == "cpu" else "Test GPU",
+        backend="inductor",
+        config_id=config,
+        config={"mode": None if config == "default" else config},
+        outcome="failed" if status is Status.REGRESSED else "passed",
+        timing=None if median is None else _summary(median),
+        eager=None if median is None else _summary(median * 2),
+        speedup=None if median is None else _summary(2.0),
+        graph_breaks=graph_breaks,
+        compile={
+            "time_s": 1.5,
+            "dynamo_s": 0.5,
+            "inductor_s": 1.0,
+            "frames": 1,
+            "cache": {"state": "hit", "hits": 1, "misses": 0},
+            "cold": False,
+        },
+        accuracy={
+            "checked": True,
+            "ok": accurate,
+            "max_abs": 0.0 if accurate else 1.0,
+            "max_rel": 0.0,
+            "rtol": 1e-4,
+            "atol": 1e-5,
+            "where": None,
+            "problem": None if accurate else "too far",
+            "tensors": 1,
+        },
+        baseline=None
+        if baseline_s is None
+        else BaselineFigures(median_s=baseline_s, runs=1, graph_breaks=0, recompiles=0),
+        verdict=Verdict(status, change=change, problems=problems),
+        environment=ENVIRONMENT,
+    )
+
+
+def _cases() -> list[CaseResult]:
+    """A passing test with two configs on two devices, then a regressed one."""
+    return [
+        _case("test_fine", "default", 2e-5),
+        _case("test_fine", "max-autotune", 1e-5),
+        _case("test_fine", "default", 4e-6, device="cuda"),
+        _case("test_fine", "max-autotune", 4.1e-6, device="cuda"),
+        _case(
+            "test_slow",
+            "default",
+            3e-5,
+            status=Status.REGRESSED,
+            baseline_s=2e-5,
+            graph_breaks=1,
+            problems=("graph breaks 1 vs baseline 0 (+1)",),
+        ),
+    ]
+
+
+# -- the plain data -----------------------------------------------------------------------
+
+
+def test_a_case_survives_its_dict_form_and_json() -> None:
+    for case in _cases():
+        data = json.loads(json.dumps(case.to_dict(), allow_nan=False))
+        assert CaseResult.from_dict(data) == case
+
+
+def test_a_case_dict_without_a_field_names_it() -> None:
+    data = _cases()[0].to_dict()
+    del data["verdict"]
+    with pytest.raises(ValueError, match="missing field 'verdict'"):
+        CaseResult.from_dict(data)
+
+
+def test_the_case_attribute_survives_the_serialization_xdist_uses(
+    pytester: pytest.Pytester,
+) -> None:
+    """pytest-xdist sends a worker's reports through pytest_report_to_serializable and
+    rebuilds them with pytest_report_from_serializable: every report attribute travels."""
+    config = pytester.parseconfigure()
+    report = pytest.TestReport("t.py::test_x", ("t.py", 0, "test_x"), {}, "passed", None, "call")
+    case = _cases()[-1].to_dict()
+    setattr(report, REPORT_ATTRIBUTE, case)
+    data = config.hook.pytest_report_to_serializable(config=config, report=report)
+    back = config.hook.pytest_report_from_serializable(
+        config=config, data=json.loads(json.dumps(data))
+    )
+    assert getattr(back, REPORT_ATTRIBUTE) == case
+    assert CaseResult.from_dict(getattr(back, REPORT_ATTRIBUTE)) == _cases()[-1]
+
+
+def test_junit_properties_are_scalars_named_tweak() -> None:
+    properties = dict(junit_properties(_cases()[-1]))
+    assert properties["tweak_verdict"] == "regressed"
+    assert properties["tweak_graph_breaks"] == 1
+    assert properties["tweak_change_pct"] == pytest.approx(50.0)
+    assert properties["tweak_median_s"] == pytest.approx(3e-5)
+    assert properties["tweak_speedup"] == pytest.approx(2.0)
+    assert all(name.startswith("tweak_") for name in properties)
+    assert all(isinstance(v, (str, int, float)) for v in properties.values())
+
+
+# -- tuning -------------------------------------------------------------------------------
+
+
+def test_tuning_picks_the_fastest_config_per_test_and_device_with_its_margin() -> None:
+    rows = {(row.test, row.device): row for row in suite_tuning(_cases())}
+    cpu = rows[("test_m.py::test_fine", "cpu")]
+    assert cpu.best.config_id == "max-autotune"
+    assert cpu.runner_up is not None and cpu.runner_up.config_id == "default"
+    assert cpu.margin_pct == pytest.approx(100.0)
+    assert cpu.clear  # 2x apart, 2 % spread: no overlap
+    cuda = rows[("test_m.py::test_fine", "cuda")]
+    assert cuda.best.config_id == "default"
+    assert cuda.margin_pct == pytest.approx(2.5)
+    assert not cuda.clear  # 2.5 % apart within a few percent of noise
+    alone = rows[("test_m.py::test_slow", "cpu")]
+    assert alone.runner_up is None and alone.margin_pct is None
+    lines = tuning_lines(list(rows.values()))
+    assert lines[0].split() == ["test", "device", "fastest", "config", "median", "next", "margin"]
+    assert any("inductor:max-autotune" in line and "+100.0%" in line for line in lines)
+    assert any("+2.5% (within noise)" in line for line in lines)
+
+
+def test_tuning_skips_wrong_and_untimed_cases() -> None:
+    cases = [
+        _case("test_t", "fast-but-wrong", 1e-6, accurate=False),
+        _case("test_t", "untimed", None),
+        _case("test_t", "default", 2e-5),
+    ]
+    (row,) = suite_tuning(cases)
+    assert row.best.config_id == "default" and row.configs == 1
+    assert tuning_lines([row]) == []  # nothing to choose between: no table
+
+
+# -- the markdown and JSON reports --------------------------------------------------------
+
+
+def test_markdown_puts_the_regressed_test_first_with_its_table_and_problems() -> None:
+    text = markdown_report(_cases())
+    lines = text.splitlines()
+    assert lines[0] == "## pytest-tweak"
+    assert "**5 case(s)** in 2 test(s), 1 failed: 4 new, 1 regressed" in text
+    slow = lines.index("### ❌ `test_m.py::test_slow`: regressed")
+    fine = lines.index("### ✅ `test_m.py::test_fine`: new")
+    assert slow < fine
+    header = lines[slow + 2]
+    assert header == (
+        "| config | device | median | vs baseline | speed-up | graph breaks | recompiles "
+        "| verdict |"
+    )
+    row = lines[slow + 4]
+    assert row.startswith("| `inductor:default` | cpu | 30 us ±")
+    assert "| +50.0% ±3.0% | 2.00x | 1 (was 0) | 0 | **regressed** (test failed) |" in row
+    assert "- `cpu-default`: graph breaks 1 vs baseline 0 (+1)" in lines
+    assert "### Tuning: the fastest config per test and device" in lines
+
+
+def test_markdown_escapes_pipes_in_cells() -> None:
+    case = _case("test_p", "a|b", 1e-5)
+    assert "`inductor:a\\|b`" in markdown_report([case])
+
+
+def test_the_json_report_matches_its_schema() -> None:
+    document = json_report(_cases(), ENVIRONMENT, SETTINGS)
+    _validate(document)
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["summary"] == {
+        "cases": 5,
+        "failed": 1,
+        "statuses": {"new": 4, "regressed": 1},
+    }
+    assert [c["config_id"] for c in document["cases"]][:2] == ["default", "max-autotune"]
+    assert len(document["tuning"]) == 3
+    bad = json.loads(json.dumps(document))
+    bad["cases"][0]["verdict"]["status"] = "slower"
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(bad)
+
+
+def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+    target = tmp_path / "deep" / "report.json"
+    write_atomic(target, "old")
+    write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert os.listdir(target.parent) == ["report.json"]
+
+
+# -- the HTML report ----------------------------------------------------------------------
+
+
+class _Page(HTMLParser):
+    """The structure of a report page: sections, charts, bars, markers, links and rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: list[dict[str, Any]] = []
+        self.urls: list[str] = []
+        self.scripts = 0
+        self.rows: list[list[str]] = []  # tags of each table row's cells
+        self._in_section = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        classes = (attributes.get("class") or "").split()
+        for name in ("href", "src", "xlink:href", "action"):
+            value = attributes.get(name)
+            if value is not None:
+                self.urls.append(value)
+        if tag == "script":
+            self.scripts += 1
+        if tag == "tr":
+            self.rows.append([])
+        if tag in ("td", "th") and self.rows:
+            self.rows[-1].append(tag)
+        if tag == "section" and "test" in classes:
+            self.sections.append(
+                {"test": attributes.get("data-test"), "devices": [], "bars": {}, "baselines": 0}
+            )
+        if not self.sections:
+            return
+        section = self.sections[-1]
+        if tag == "div" and "device" in classes:
+            section["devices"].append(attributes.get("data-device"))
+        if tag == "svg":
+            section["bars"][section["devices"][-1]] = []
+        if tag == "g" and "bar" in classes:
+            section["bars"][section["devices"][-1]].append(attributes.get("data-config"))
+        if tag == "line" and "baseline" in classes:
+            section["baselines"] += 1
+
+
+def _page(text: str) -> _Page:
+    page = _Page()
+    page.feed(text)
+    page.close()
+    return page
+
+
+def test_the_html_page_has_a_section_per_test_and_a_chart_per_device() -> None:
+    text = html_report(_cases(), ENVIRONMENT)
+    page = _page(text)
+    assert [s["test"] for s in page.sections] == ["test_m.py::test_slow", "test_m.py::test_fine"]
+    slow, fine = page.sections
+    assert slow["devices"] == ["cpu"] and slow["bars"] == {"cpu": ["default"]}
+    assert slow["baselines"] == 1
+    assert fine["devices"] == ["cpu", "cuda"]
+    assert fine["bars"] == {"cpu": ["default", "max-autotune"], "cuda": ["default", "max-autotune"]}
+    assert fine["baselines"] == 0
+    # self-contained: no script, no fetched resource, only links within the page
+    assert page.scripts == 0
+    assert all(url.startswith("#") for url in page.urls)
+    assert "http://" not in text and "https://" not in text
+    assert "<style>" in text and "<svg" in text
+    assert "Tuning on cpu: fastest is <code>inductor:max-autotune</code>, 100.0% ahead" in text
+
+
+def test_the_html_table_rows_are_as_wide_as_their_headers() -> None:
+    text = html_report(_cases(), ENVIRONMENT)
+    for table in text.split("<table>")[1:]:
+        rows = _page("<table>" + table.split("</table>")[0] + "</table>").rows
+        assert len({len(row) for row in rows}) == 1, rows
+
+
+def test_the_html_page_escapes_what_the_user_named() -> None:
+    case = _case("test_x", "<b>bold</b>", 1e-5)
+    text = html_report([case], {"cpu": "<script>alert(1)</script>"})
+    assert "<b>bold</b>" not in text and "&lt;b&gt;bold&lt;/b&gt;" in text
+    assert _page(text).scripts == 0
+
+
+def test_a_case_without_timing_gets_no_chart() -> None:
+    text = html_report([_case("test_x", "default", None)], ENVIRONMENT)
+    page = _page(text)
+    assert page.sections[0]["bars"] == {}
+    assert "No timing" in text
+
+
+# -- real runs ----------------------------------------------------------------------------
+
+SUITE = """
+import os, pytest, torch
+from pytest_tweak import TorchInductorBackendConfig
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        x = torch.relu(self.a(x))
+        if os.environ.get("TWEAK_BREAK"):
+            torch._dynamo.graph_break()   # the "pull request": one more graph break
+        return self.a(x)
+
+def test_steady(tweak):
+    tweak.benchmark(torch.nn.Linear(16, 16).eval(), torch.randn(4, 16))
+
+@pytest.mark.tweak_configs(
+    TorchInductorBackendConfig(), TorchInductorBackendConfig(dynamic=False)
+)
+def test_net(tweak):
+    tweak.benchmark(Net().eval(), torch.randn(4, 16))
+"""
+
+
+def _junit_properties(path: Path) -> dict[str, dict[str, str]]:
+    found = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("name", "")
+        found[name] = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+    return found
+
+
+def _outputs(pytester: pytest.Pytester) -> list[str]:
+    out = pytester.path / "out"
+    return [
+        f"--tweak-json={out / 'report.json'}",
+        f"--tweak-markdown={out / 'report.md'}",
+        f"--tweak-html={out / 'report.html'}",
+        f"--junitxml={out / 'junit.xml'}",
+    ]
+
+
+def test_a_run_writes_every_report(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    step_summary = pytester.path / "step_summary.md"
+    step_summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    result = run_suite(*_outputs(pytester))
+    result.assert_outcomes(passed=3)
+    out = pytester.path / "out"
+    result.stdout.fnmatch_lines(
+        [
+            "*- tweak tuning -*",
+            "test*device*fastest config*median*next*margin",
+            "test_suite.py::test_steady*cpu*inductor:default*only timed config",
+            "test_suite.py::test_net*cpu*inductor:*inductor:*%*",
+            f"pytest-tweak: JSON report written to {out / 'report.json'}",
+            f"pytest-tweak: markdown report written to {out / 'report.md'}",
+            f"pytest-tweak: HTML report written to {out / 'report.html'}",
+        ]
+    )
+
+    document = json.loads((out / "report.json").read_text())
+    _validate(document)
+    cases = {c["nodeid"]: c for c in document["cases"]}
+    assert sorted(cases) == [
+        "test_suite.py::test_net[cpu-default]",
+        "test_suite.py::test_net[cpu-static]",
+        "test_suite.py::test_steady[cpu-default]",
+    ]
+    case = cases["test_suite.py::test_net[cpu-static]"]
+    assert case["device"] == "cpu" and case["device_name"] == document["environment"]["cpu"]
+    assert case["config"]["dynamic"] is False
+    assert case["verdict"]["status"] == "new" and case["baseline"] is None
+    assert case["outcome"] == "passed"
+    assert case["timing"]["n"] >= 5 and case["speedup"]["median"] > 0
+    assert case["compile"]["cache"]["state"] in ("hit", "miss", "partial")
+    assert document["environment"]["torch"].startswith("2.")
+    assert {row["test"] for row in document["tuning"]} == {
+        "test_suite.py::test_steady",
+        "test_suite.py::test_net",
+    }
+
+    markdown = (out / "report.md").read_text()
+    assert "**3 case(s)** in 2 test(s), 0 failed: 3 new" in markdown
+    assert "| `inductor:static` | cpu | " in markdown
+    assert step_summary.read_text() == "earlier step\n" + markdown
+
+    page = _page((out / "report.html").read_text())
+    assert [s["test"] for s in page.sections] == [
+        "test_suite.py::test_steady",
+        "test_suite.py::test_net",
+    ]
+    assert page.sections[1]["bars"] == {"cpu": ["default", "static"]}
+    assert page.scripts == 0 and all(url.startswith("#") for url in page.urls)
+
+    properties = _junit_properties(out / "junit.xml")
+    net = properties["test_net[cpu-static]"]
+    assert net["tweak_config"] == "static" and net["tweak_verdict"] == "new"
+    assert float(net["tweak_median_s"]) > 0 and float(net["tweak_speedup"]) > 0
+    assert net["tweak_graph_breaks"] == "0" and net["tweak_recompiles"] == "0"
+    assert "tweak_change_pct" not in net  # no baseline: no change
+    assert not any(REPORT_ATTRIBUTE in names for names in properties.values())
+
+
+def test_a_regressed_test_leads_every_report(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=SUITE)
+    # only the graph break may fail: speed, compile time and memory are out of scope here
+    lenient = (
+        "--tweak-threshold=1000",
+        "--tweak-compile-threshold=100000",
+        "--tweak-memory-threshold=1000",
+    )
+    run_suite(*lenient, "--tweak-save").assert_outcomes(passed=3)
+    monkeypatch.setenv("TWEAK_BREAK", "1")
+    result = run_suite(*lenient, *_outputs(pytester))
+    result.assert_outcomes(passed=1, failed=2)
+    out = pytester.path / "out"
+
+    document = json.loads((out / "report.json").read_text())
+    _validate(document)
+    cases = {c["nodeid"]: c for c in document["cases"]}
+    broken = cases["test_suite.py::test_net[cpu-default]"]
+    assert broken["verdict"]["status"] == "regressed" and broken["verdict"]["failed"]
+    assert broken["outcome"] == "failed"
+    assert broken["graph_breaks"] == 1 and broken["baseline"]["graph_breaks"] == 0
+    assert any("graph breaks 1 vs baseline 0" in p for p in broken["verdict"]["problems"])
+    assert broken["break_reasons"][0]["filename"].endswith("test_suite.py")
+    assert broken["baseline"]["median_s"] > 0 and broken["verdict"]["change"] is not None
+    assert document["summary"]["failed"] == 2
+
+    markdown = (out / "report.md").read_text().splitlines()
+    net = markdown.index("### ❌ `test_suite.py::test_net`: regressed")
+    steady = next(i for i, line in enumerate(markdown) if "`test_suite.py::test_steady`" in line)
+    assert net < steady  # ran second, reported first
+    row = next(line for line in markdown[net:] if line.startswith("| `inductor:default`"))
+    assert "| 1 (was 0) |" in row and "**regressed** (test failed)" in row
+
+    page = _page((out / "report.html").read_text())
+    assert page.sections[0]["test"] == "test_suite.py::test_net"
+    assert page.sections[0]["baselines"] == 2  # one marker per config's bar
+
+    properties = _junit_properties(out / "junit.xml")["test_net[cpu-default]"]
+    assert properties["tweak_verdict"] == "regressed"
+    assert properties["tweak_graph_breaks"] == "1"
+    assert "tweak_change_pct" in properties and "tweak_noise_pct" in properties
+
+
+# -- bad values ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["json", "markdown", "html"])
+def test_a_folder_as_a_report_file_is_refused_before_any_test_runs(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.mkdir("reports")
+    result = pytester.runpytest(f"--tweak-{name}=reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: --tweak-{name}: cannot write the * report to *reports: "
+            "it is a folder; name a file*"
+        ]
+    )
+
+
+def test_a_report_under_a_file_is_refused_naming_the_ini_option(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.path.joinpath("notes.txt").write_text("a file, not a folder")
+    pytester.makeini("[pytest]\ntweak_html = notes.txt/report.html\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: ini option tweak_html: cannot write the HTML report to "
+            "*notes.txt/report.html: *notes.txt is not a writable folder"
+        ]
+    )
+
+
+def test_report_paths_in_the_ini_file_are_relative_to_it(pytester: pytest.Pytester) -> None:
+    pytester.mkdir("sub")
+    pytester.makeini("[pytest]\ntweak_json = out/r.json\n")
+    pytester.makepyfile("def test_x(): pass")
+    config = pytester.parseconfigure(pytester.path / "sub")
+    from pytest_tweak.plugin import _SESSION_KEY
+
+    assert config.stash[_SESSION_KEY].options.json_path == pytester.path / "out" / "r.json"
+
+
+def test_a_run_without_cases_still_writes_the_reports_asked_for(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    step_summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
+    result = pytester.runpytest("--tweak-json=r.json", "--tweak-markdown=r.md")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["tweak: *, json=*r.json, markdown=*r.md"])
+    document = json.loads((pytester.path / "r.json").read_text())
+    _validate(document)
+    assert document["cases"] == [] and document["summary"]["cases"] == 0
+    assert "No pytest-tweak case ran." in (pytester.path / "r.md").read_text()
+    assert not step_summary.exists()  # a suite without cases leaves the job summary alone
+
+
+def test_the_chart_axis_has_round_ticks_up_to_the_slowest_figure() -> None:
+    page = html_report([_case("test_x", "default", 8e-6)], ENVIRONMENT)  # eager 16 us
+    svg = page.split("<svg", 1)[1].split("</svg>", 1)[0]
+    labels = [part.split("</text>")[0] for part in svg.split('text-anchor="middle">')[1:]]
+    assert labels == ["0", "5 us", "10 us", "15 us"]
+
+
+def test_a_report_that_cannot_be_written_at_the_end_is_named_and_fails_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    # the path is fine when the run starts; the test then puts a folder in its place
+    pytester.makepyfile("def test_x(tmp_path):\n    __import__('os').mkdir('r.json')\n")
+    result = pytester.runpytest("--tweak-json=r.json")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["pytest-tweak: ERROR: JSON report not written to *r.json: *"])
+    assert [p.name for p in pytester.path.iterdir() if p.name.startswith(".r.json")] == []
+
+
+def test_a_test_parametrized_by_its_user_keeps_its_parameters_in_the_tuning_key() -> None:
+    """``test_x[cpu-default-16]`` and ``test_x[cpu-default-24]`` are two tests, not two
+    configs of one: only the case's own id (device and config) is dropped."""
+    from pytest_tweak.results import base_nodeid
+
+    assert base_nodeid("t.py::test_x[cpu-default-16]", "cpu-default") == "t.py::test_x[16]"
+    assert base_nodeid("t.py::test_x[16-cuda-max]", "cuda-max") == "t.py::test_x[16]"
+    assert base_nodeid("t.py::test_x[cpu-default]", "cpu-default") == "t.py::test_x"
+    assert base_nodeid("t.py::test_x[cpu-aot_eager]", "cpu-aot_eager") == "t.py::test_x"
