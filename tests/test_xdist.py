@@ -50,7 +50,10 @@ def test_two_workers_measure_one_case_at_a_time_and_save_every_entry(
     stamps = pytester.mkdir("stamps")
     monkeypatch.setenv("TWEAK_STAMPS", str(stamps))
     pytester.makepyfile(test_parallel=XDIST_SUITE)
-    result = run_suite("-n", "2", "--tweak-save")
+    # pytest-benchmark's warnings as errors: it must not find its fixture unused
+    result = run_suite(
+        "-n", "2", "--tweak-save", "-W", "error::pytest_benchmark.logger.PytestBenchmarkWarning"
+    )
     result.assert_outcomes(passed=6)
     windows = [json.loads(p.read_text()) for p in sorted(stamps.iterdir())]
     assert len(windows) == 6
