@@ -201,7 +201,6 @@ class TweakFixture:
             torch.get_device_module(self.device.type).set_device(self.device.index)
         lock = lock_name(self.device)
         with capture_torch_logs(options.logs) as logs, device_lock(lock) as waited_s:
-            held_from = time.time()
             try:
                 result = run_case(
                     model,
@@ -223,7 +222,7 @@ class TweakFixture:
             finally:
                 if status is not None:
                     status(None)
-            self._session.lock_uses.append(LockUse(nodeid, lock, waited_s, held_from, time.time()))
+            self._session.lock_uses.append(LockUse(nodeid, lock, waited_s))
         if options.logs:
             self._request.node.add_report_section(
                 "call", "tweak logs", logs.text or "(torch logged nothing)"

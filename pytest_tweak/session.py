@@ -76,14 +76,12 @@ class CaseRecord:
 
 @dataclass(frozen=True)
 class LockUse:
-    """One case's hold of its device lock: the lock, the seconds it waited for another
-    process, and the wall-clock (Unix) times it held the lock from and to."""
+    """One case's hold of its device lock: the case, the lock, and the seconds it waited for
+    another process."""
 
     nodeid: str
     lock: str
     waited_s: float
-    held_from: float
-    held_to: float
 
 
 class TweakSession:
