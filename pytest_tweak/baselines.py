@@ -10,7 +10,8 @@ Format (JSON, keys sorted, two-space indent, one trailing newline)::
           "recompiles": 0, "torch": "2.13.0+cpu",
           "backend": "inductor", "fingerprint": {"torch": "2.13.0+cpu", "cpu": ..., ...},
           "runs": [
-            {"timing": SUMMARY, "normalized": SUMMARY, "speedup": SUMMARY}, ...
+            {"timing": SUMMARY, "normalized": SUMMARY, "speedup": SUMMARY,
+             "device": SUMMARY (cuda/xpu only)}, ...
           ]
         }
       },
@@ -19,8 +20,9 @@ Format (JSON, keys sorted, two-space indent, one trailing newline)::
     }
 
 where each SUMMARY is ``{"n", "median", "q1", "q3", "min", "max", "log_sd"}`` of one run's
-samples (`pytest_tweak.stats.Summary`): ``timing`` in seconds per call, ``normalized`` the
-case's time over the reference workload's, ``speedup`` eager over compiled. An entry holds one
+samples (`pytest_tweak.stats.Summary`): ``timing`` the latency in seconds per call,
+``normalized`` the case's latency over the reference workloads', ``speedup`` eager over
+compiled, ``device`` (cuda/xpu) the device time per call. An entry holds one
 run, or several when runs are appended (``--tweak-save --tweak-append``): their spread is the
 between-run noise the verdict accounts for. ``backend`` (the registered backend name),
 ``fingerprint`` (the environment the entry was recorded in, `pytest_tweak.fingerprint`),
@@ -95,28 +97,34 @@ class RunRecord:
     """One recorded run of a case: summaries of its samples.
 
     Attributes:
-        timing: Seconds per call.
-        normalized: The case's time over the reference workload's, round by round.
-        speedup: The eager model's time over the compiled one's, round by round.
+        timing: Latency, seconds per call.
+        normalized: The case's latency over the reference workloads', round by round.
+        speedup: The eager model's latency over the compiled one's, round by round.
+        device: Device time, seconds per call (cuda and xpu; ``None`` on cpu, in files
+            written before it was recorded, or where it was not measured).
     """
 
     timing: Summary
     normalized: Summary | None = None
     speedup: Summary | None = None
+    device: Summary | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        record = {
             "timing": self.timing.as_dict(),
             "normalized": None if self.normalized is None else self.normalized.as_dict(),
             "speedup": None if self.speedup is None else self.speedup.as_dict(),
         }
+        if self.device is not None:  # cpu runs keep the shape they always had
+            record["device"] = self.device.as_dict()
+        return record
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> RunRecord:
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
         optional = {}
-        for name in ("normalized", "speedup"):
+        for name in ("normalized", "speedup", "device"):
             value = data.get(name)
             optional[name] = None if value is None else Summary.from_dict(value, f"{where}.{name}")
         return cls(timing=Summary.from_dict(data.get("timing"), f"{where}.timing"), **optional)

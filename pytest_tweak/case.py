@@ -23,11 +23,20 @@ from .counters import (
     CompileTimes,
     Recompile,
     cold_caches,
+    cudagraph_skips,
     read_counts,
     reset_dynamo,
 )
 from .devices import make_synchronizer, release_memory, to_device
-from .measure import CaseChecks, Instruments, Measurement, MeasureSettings, measure
+from .measure import (
+    HOST_REFERENCE,
+    REFERENCE,
+    CaseChecks,
+    Instruments,
+    Measurement,
+    MeasureSettings,
+    measure,
+)
 from .memory import peak_memory
 from .stats import Summary
 
@@ -101,17 +110,20 @@ class BenchmarkResult:
     Attributes:
         backend: Name of the backend, e.g. ``inductor-default`` or ``eager``.
         device: The device the case ran on.
-        median_s: Median seconds per call; ``None`` when timing was disabled.
-        timing: Summary of the case's samples (seconds per call); ``None`` when disabled.
-        normalized: Summary of the round-by-round ratio of the case to the reference
-            workload (machine-speed normalized time); ``None`` when not measured.
-        eager: Summary of the eager model's samples; ``None`` when not measured.
-        speedup: Summary of the round-by-round eager / compiled ratio; ``None`` when not
-            measured.
-        samples: Seconds per call of the case, one value per sample.
+        median_s: Median latency, seconds per call of back-to-back calls, host work included
+            (see `pytest_tweak.measure`); ``None`` when timing was disabled.
+        timing: Summary of the case's latency samples (seconds per call); ``None`` when
+            disabled.
+        normalized: Summary of the round-by-round ratio of the case's latency to the
+            reference workloads' (machine-speed normalized time); ``None`` when not measured.
+        eager: Summary of the eager model's latency samples; ``None`` when not measured.
+        speedup: Summary of the round-by-round eager / compiled latency ratio; ``None`` when
+            not measured.
+        samples: Latency of the case, seconds per call, one value per sample.
         iterations: Calls per sample.
         stopped: Why sampling ended: ``precise``, ``time budget`` or ``max rounds``.
-        host_bound: The device sat idle waiting for launches in some samples.
+        host_bound: The device-time timer could not keep the device busy while the host
+            queued the calls in some samples (their device time may hold idle gaps).
         warmup_stable: Warm-up ended because the timings settled (not at its time cap).
         phases: Seconds spent compiling, warming up and sampling.
         graph_breaks: Distinct graph breaks (reason and location) dynamo met.
@@ -135,6 +147,12 @@ class BenchmarkResult:
         eager_peak_memory_bytes: The same for the eager model; ``None`` when not measured.
         accuracy: The compiled output against eager's; ``None`` when not compared.
         input_sets: Input sets one call runs through.
+        device_time: Summary of the case's device time per call (cuda and xpu: the kernels'
+            time, launch gaps left out); ``None`` on cpu or when not measured.
+        host_weight: How much of the latency moves with the host's speed (0 to 1), which
+            decides the mix of reference workloads ``normalized`` divides by.
+        cudagraph_skips: Why inductor ran graphs without CUDA graphs (``reduce-overhead``
+            and ``max-autotune`` modes), as it said it.
     """
 
     backend: str
@@ -166,6 +184,25 @@ class BenchmarkResult:
     eager_peak_memory_bytes: int | None = None
     accuracy: Accuracy | None = None
     input_sets: int = 1
+    device_time: Summary | None = None
+    host_weight: float = 0.0
+    cudagraph_skips: tuple[str, ...] = ()
+
+    @property
+    def host_overhead_s(self) -> float | None:
+        """Latency minus device time, seconds per call: how long the device waits for the
+        host each call (Python, guards, kernel launches); ``None`` without a device time."""
+        if self.median_s is None or self.device_time is None:
+            return None
+        return max(self.median_s - self.device_time.median, 0.0)
+
+    @property
+    def host_share(self) -> float | None:
+        """`host_overhead_s` as a share of the latency, 0 to 1; ``None`` without it."""
+        overhead = self.host_overhead_s
+        if overhead is None or not self.median_s:
+            return None
+        return overhead / self.median_s
 
 
 def run_case(
@@ -235,22 +272,28 @@ def run_case(
         return run_all(compiled)
 
     def first_call() -> Any:
+        # Each output is copied as it comes: under CUDA graphs (``reduce-overhead``) it lives
+        # in a pool that the next replay overwrites, and it is read after many more calls.
         nonlocal compile_time_s
         start = time.perf_counter()
         with cold_caches() if checks.cold else contextlib.nullcontext():
-            out = call()
+            if single:
+                out = _copied(compiled(*sets[0], **kwargs))
+            else:
+                out = [_copied(compiled(*s, **kwargs)) for s in sets]
         sync()
         compile_time_s = time.perf_counter() - start
         return out
 
     eager_of = getattr(backend, "eager", None)
     eager_model = None if eager_of is None else eager_of(model, device)
+    skips: list[str] = []
     measurement: Measurement | None = None
     failure: str | None = None
     accuracy: Accuracy | None = None
     memory: tuple[int | None, int | None] = (None, None)
     try:
-        with _torch_threads(threads):
+        with _torch_threads(threads), cudagraph_skips() as skips:
             compiled = backend.compile(model, device)
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:
@@ -308,6 +351,7 @@ def run_case(
         eager_peak_memory_bytes=memory[1],
         accuracy=accuracy,
         input_sets=len(sets),
+        cudagraph_skips=tuple(skips),
     )
 
 
@@ -364,7 +408,9 @@ def _figures(measurement: Measurement, compile_time_s: float, move_s: float) -> 
     return {
         "median_s": None if timing is None else timing.median,
         "timing": timing,
-        "normalized": measurement.ratio("case", "reference"),
+        "device_time": measurement.summary("device"),
+        "host_weight": measurement.host_weight(),
+        "normalized": measurement.normalized("case"),
         "eager": measurement.summary("eager"),
         "speedup": measurement.ratio("eager", "case"),
         "samples": measurement.samples["case"],
@@ -401,14 +447,31 @@ def _measure(
     instruments: Instruments | None,
     on_phase: Callable[[str], None],
 ) -> Measurement:
+    """Latency of the case, and beside it, in turn: its device time (cuda, xpu), the reference
+    workloads (device-bound, and on cuda/xpu host-bound) and the eager model."""
     tools = instruments if instruments is not None else Instruments()
     workloads: dict[str, Callable[[], Any]] = {"case": call}
+    timers = {}
+    device_timer = tools.device_timer(device)
+    if device_timer is not None:
+        workloads["device"] = call
+        timers["device"] = device_timer
     if settings.reference:
-        workloads["reference"] = tools.reference(device)
+        workloads[REFERENCE] = tools.reference(device)
+        host_reference = tools.host_reference(device)
+        if host_reference is not None:
+            workloads[HOST_REFERENCE] = host_reference
     if eager_call is not None:
         workloads["eager"] = eager_call
-    primary = ("case", "reference") if settings.reference else ("case", None)
-    return measure(workloads, tools.timer(device), settings, primary=primary, on_phase=on_phase)
+    primary = ("case", REFERENCE) if settings.reference else ("case", None)
+    return measure(
+        workloads,
+        tools.timer(device),
+        settings,
+        primary=primary,
+        on_phase=on_phase,
+        timers=timers,
+    )
 
 
 @contextlib.contextmanager
@@ -436,6 +499,21 @@ def _nan_problem(output: Any) -> str | None:
                     "inputs; under autocast, the dtype's range)"
                 )
     return None
+
+
+def _copied(value: Any) -> Any:
+    """``value`` with every tensor in it (also inside lists, tuples and dicts) detached and
+    cloned; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if isinstance(value, Mapping):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_copied(v) for v in value]
+        if hasattr(value, "_fields"):  # a named tuple
+            return type(value)(*items)
+        return type(value)(items)
+    return value
 
 
 def _tensors(value: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:

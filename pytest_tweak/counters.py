@@ -306,3 +306,46 @@ def _is_limit_failure(fail_reason: str | None) -> bool:
         return False
     text = fail_reason.lower()
     return "recompile limit" in text or "recompile_limit" in text or "cache_size_limit" in text
+
+
+#: Where inductor says it will not use CUDA graphs for a graph ("skipping cudagraphs due to
+#: ..."): the ``cudagraphs`` artifact logger (torch >= 2.6) and, before it, ``perf_hints``.
+#: Off by default, they do not propagate, but a handler on them sees every warning.
+_CUDAGRAPH_LOGGERS = (
+    "torch._inductor.cudagraph_utils.__cudagraphs",
+    "torch._inductor.cudagraph_utils.__perf_hints",
+)
+
+
+@contextlib.contextmanager
+def cudagraph_skips() -> Iterator[list[str]]:
+    """Collect, while the block runs, the reasons inductor gives for running a graph without
+    CUDA graphs (``mode="reduce-overhead"`` or ``"max-autotune"``), distinct and in order.
+
+    The yielded list fills as the block runs. When inductor counted a skip
+    (``counters["inductor"]["cudagraph_skips"]``) whose message no logger carried, the list
+    ends with a placeholder reason, so the count is never lower than torch's.
+    """
+    import logging
+
+    found: list[str] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            message = record.getMessage().strip()
+            if "cudagraph" in message and message not in found:
+                found.append(message)
+
+    handler = _Collect(logging.WARNING)
+    loggers = [logging.getLogger(name) for name in _CUDAGRAPH_LOGGERS]
+    before = int(_dynamo_utils.counters["inductor"].get("cudagraph_skips", 0))
+    for log in loggers:
+        log.addHandler(handler)
+    try:
+        yield found
+    finally:
+        for log in loggers:
+            log.removeHandler(handler)
+        counted = int(_dynamo_utils.counters["inductor"].get("cudagraph_skips", 0)) - before
+        if counted > 0 and not found:
+            found.append(f"skipping cudagraphs ({counted} skip(s) counted; torch gave no reason)")

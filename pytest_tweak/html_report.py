@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .report import ordered_tests, overall_status
+from .report import device_text, ordered_tests, overall_status
 from .results import CaseResult, TuneRow, interval, suite_tuning
 from .verdict import format_bytes, format_seconds
 
@@ -373,7 +373,7 @@ def _median_cell(case: CaseResult) -> str:
     )
     return (
         f'<span title="{escape(spread)}">{format_seconds(timing.median)} '
-        f"±{timing.rel_ci_pct:.1f}%</span>"
+        f"±{timing.rel_ci_pct:.1f}%{escape(device_text(case))}</span>"
     )
 
 

@@ -2,22 +2,30 @@
 
 A *sample* is the time of ``iterations`` back-to-back calls divided by ``iterations``.
 
-- On cpu a sample is read with ``time.perf_counter_ns``.
-- On cuda and xpu (one code path, through ``torch.get_device_module``) a sample is *device*
-  time, read from two timing events around the calls. Before the start event the timer queues
-  a few zero-fills of a 256 MB buffer, as ``triton.testing.do_bench`` does to flush the L2
-  cache; here they also keep the device busy while the host queues the calls, so the device
-  runs them back to back and a small model's launch overhead is not what gets measured. The
-  number of fills adapts until they outlast the host's queueing.
+- *Latency* (`HostTimer`, every device): ``time.perf_counter_ns`` around the calls, with the
+  device synchronized before the first call and after the last (a no-op on cpu). This is the
+  steady-state time per call that a user of the model sees, host work (Python, guards, kernel
+  launches) included, as ``torch.utils.benchmark.Timer`` and PyTorch's dynamo benchmark
+  harness measure it. The L2 cache is not flushed between the calls: back-to-back calls are
+  what is timed, and what one call leaves in the cache the next one finds, as in use.
+- *Device time* (`EventTimer`, cuda and xpu, one code path through
+  ``torch.get_device_module``): two timing events around the calls. Before the start event
+  the timer queues a few zero-fills of a 256 MB buffer, as ``triton.testing.do_bench`` does
+  to flush the L2 cache; they also keep the device busy while the host queues the calls, so
+  the device runs them back to back and the figure is the kernels' time alone, launch
+  overhead left out. The number of fills adapts until they outlast the host's queueing.
+
+Latency minus device time is the *host overhead*: the share of each call the device spends
+waiting for the host, which CUDA graphs (``mode="reduce-overhead"``) remove.
 
 `measure` calibrates ``iterations`` per workload so a sample lasts at least ``min_round_s``
 (far above the timer's resolution), warms the case up until two consecutive windows of samples
 agree (within ``warmup_s``), then takes samples of the case and of its companion workloads
-(a fixed *reference* workload, and the model in eager) in turn, so slow drifts of the machine
-hit all of them alike. It stops once the median of the primary figure is known to
-``precision_pct`` or when ``max_time_s`` is spent. The garbage collector and any trace
-function (coverage, debuggers) are off while samples are taken, as pyperf and pytest-benchmark
-do.
+(the case's device time, fixed *reference* workloads, and the model in eager) in turn, so
+slow drifts of the machine hit all of them alike. It stops once the median of the primary
+figure is known to ``precision_pct`` or when ``max_time_s`` is spent. The garbage collector
+and any trace function (coverage, debuggers) are off while samples are taken, as pyperf and
+pytest-benchmark do.
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = [
+    "ACCELERATOR_MIN_ROUND_S",
+    "HOST_REFERENCE",
+    "REFERENCE",
     "CaseChecks",
     "EventTimer",
     "HostTimer",
@@ -48,8 +59,12 @@ __all__ = [
     "WarmUp",
     "calibrate",
     "gc_paused",
+    "host_reference_workload",
+    "host_weight",
+    "make_device_timer",
     "make_timer",
     "measure",
+    "normalized_series",
     "reference_workload",
     "warm_up",
 ]
@@ -58,6 +73,17 @@ __all__ = [
 FLUSH_BYTES = 256 * 1024 * 1024
 #: Samples per window when checking that warm-up has settled.
 _WINDOW = 5
+#: The shortest latency sample on cuda and xpu. Each sample starts with the host launching
+#: the first kernels onto an idle device and ends waiting for the device: a fixed cost of
+#: 0.1-0.2 ms on the H200, which inflated a 3.3 ms model's latency by 3-5 % (and let the
+#: host's speed into a device-bound figure) when a sample held one call. Over 20 ms of
+#: back-to-back calls it is under 1 %, and the figure is the steady state. Device-time
+#: samples stay short: their spacer fills must outlast the host's queueing of the sample.
+ACCELERATOR_MIN_ROUND_S = 0.02
+#: The workloads a measurement normalizes by: a device-bound one (eager matrix products) and,
+#: on cuda and xpu, a host-bound one (a burst of tiny kernel launches).
+REFERENCE = "reference"
+HOST_REFERENCE = "host_reference"
 
 
 @dataclass(frozen=True)
@@ -147,13 +173,18 @@ class SampleTimer(Protocol):
 
 
 class HostTimer:
-    """``perf_counter_ns`` around the calls, then ``sync`` (a no-op on cpu)."""
+    """Latency: ``perf_counter_ns`` around the calls, with ``sync`` before the first and after
+    the last (``sync`` is a no-op on cpu; on cuda and xpu it waits for the device), so the
+    sample holds the calls' host work and their device work, and nothing queued before."""
 
-    def __init__(self, sync: Callable[[], None]) -> None:
+    def __init__(self, sync: Callable[[], None], min_round_s: float = 0.0) -> None:
         self._sync = sync
+        #: the shortest sample this timer wants (see `ACCELERATOR_MIN_ROUND_S`)
+        self.min_round_s = min_round_s
 
     def __call__(self, call: Callable[[], Any], iterations: int) -> float:
         timer = time.perf_counter_ns
+        self._sync()
         start = timer()
         for _ in range(iterations):
             call()
@@ -162,7 +193,8 @@ class HostTimer:
 
 
 class EventTimer:
-    """Device time between two timing events of ``torch.get_device_module(device)``.
+    """Device time between two timing events of ``torch.get_device_module(device)``, with the
+    device kept busy while the host queues the calls (see the module's docstring).
 
     ``module`` defaults to the real device module; tests without the hardware pass a stand-in.
     """
@@ -288,7 +320,8 @@ class Measurement:
         prepare_s: Time spent before sampling: calibration and warm-up of every workload.
         seconds: Time spent taking the samples.
         stopped: Why sampling ended: ``precise``, ``time budget`` or ``max rounds``.
-        host_bound: The device ran out of queued work during some samples (device timers).
+        host_bound: The device ran out of queued work during some device-time samples (the
+            host queued the calls slower than the fills could cover).
     """
 
     samples: Mapping[str, tuple[float, ...]]
@@ -305,11 +338,25 @@ class Measurement:
         return Summary.of(values) if values else None
 
     def ratio(self, numerator: str, denominator: str) -> Summary | None:
-        """The round-by-round ratio of two workloads, e.g. ``case`` / ``reference``."""
+        """The round-by-round ratio of two workloads, e.g. ``eager`` / ``case``."""
         top, bottom = self.samples.get(numerator), self.samples.get(denominator)
         if not top or not bottom:
             return None
         return Summary.of(_ratios(top, bottom))
+
+    def host_weight(self) -> float:
+        """`host_weight` of the case, from its latency and device-time medians (0 without a
+        host reference or a device time)."""
+        return _weight_now(self.samples, "case")
+
+    def normalized(self, name: str = "case") -> Summary | None:
+        """``name``'s time over the reference workloads', round by round (see
+        `normalized_series`, with the case's `host_weight`); ``None`` without a reference."""
+        if not self.samples.get(name) or not self.samples.get(REFERENCE):
+            return None
+        return Summary.of(
+            normalized_series(self.samples, name, REFERENCE, _weight_now(self.samples, name))
+        )
 
 
 def measure(
@@ -318,24 +365,36 @@ def measure(
     settings: MeasureSettings,
     primary: tuple[str, str | None] = ("case", None),
     on_phase: Callable[[str], None] | None = None,
+    timers: Mapping[str, SampleTimer] | None = None,
 ) -> Measurement:
     """Warm up and take interleaved samples of ``workloads`` (the first one is the case).
 
-    ``primary`` names the figure whose precision decides when to stop: a workload, or the
-    ratio of two (``("case", "reference")``). ``on_phase`` is told ``warming up`` (calibration
-    and warm-up) and ``measuring`` (sampling) as each starts.
+    ``timer`` times every workload but those ``timers`` names (the case's device time, say).
+    ``primary`` names the figure whose precision decides when to stop: a workload, or its
+    normalized time (``("case", "reference")``: over the reference workload, and, when a
+    ``host_reference`` is measured too, over the mix of both that `host_weight` picks).
+    ``on_phase`` is told ``warming up`` (calibration and warm-up) and ``measuring`` (sampling)
+    as each starts.
     """
     names = list(workloads)
     case = names[0]
+    timer_of = {n: (timers or {}).get(n, timer) for n in names}
     prepare_start = time.perf_counter()
     with gc_paused():
         if on_phase is not None:
             on_phase("warming up")
-        iterations = {n: calibrate(workloads[n], timer, settings.min_round_s) for n in names}
-        warm = warm_up(workloads[case], timer, iterations[case], settings)
-        for name in names[1:]:  # companions are eager code: two samples settle them
+        iterations = {
+            n: calibrate(
+                workloads[n],
+                timer_of[n],
+                max(settings.min_round_s, getattr(timer_of[n], "min_round_s", 0.0)),
+            )
+            for n in names
+        }
+        warm = warm_up(workloads[case], timer_of[case], iterations[case], settings)
+        for name in names[1:]:  # companions are eager code or the case itself: two settle them
             for _ in range(2):
-                timer(workloads[name], iterations[name])
+                timer_of[name](workloads[name], iterations[name])
         samples: dict[str, list[float]] = {n: [] for n in names}
         if on_phase is not None:
             on_phase("measuring")
@@ -344,7 +403,7 @@ def measure(
         stopped = "max rounds"
         for rounds in range(1, settings.max_rounds + 1):
             for name in names:
-                samples[name].append(timer(workloads[name], iterations[name]))
+                samples[name].append(timer_of[name](workloads[name], iterations[name]))
             if rounds < settings.min_rounds:
                 continue
             if time.perf_counter() - start >= settings.max_time_s:
@@ -361,16 +420,56 @@ def measure(
         prepare_s=prepare_s,
         seconds=seconds,
         stopped=stopped,
-        host_bound=bool(getattr(timer, "host_bound_samples", 0)),
+        host_bound=any(getattr(t, "host_bound_samples", 0) for t in timer_of.values()),
     )
+
+
+def host_weight(latency_s: float, device_s: float | None) -> float:
+    """How much of a case's latency moves with the host's speed, 0 to 1, from its latency and
+    its device time (medians, seconds per call).
+
+    Back-to-back calls overlap the host's queueing with the device's work, so a call takes
+    about the longer of the two: a device-bound case (latency within 10 % of its device time)
+    gets 0, and its normalized time is over the device-bound reference alone; a host-bound one
+    (latency 1.5x its device time or more: the device waits for launches) gets 1, over the
+    host-bound reference alone; in between, a straight line. Without a device time (cpu) the
+    weight is 0.
+    """
+    if device_s is None or device_s <= 0 or latency_s <= 0:
+        return 0.0
+    return min(max((latency_s / device_s - 1.1) / 0.4, 0.0), 1.0)
 
 
 def _precise(
     samples: Mapping[str, Sequence[float]], primary: tuple[str, str | None], precision_pct: float
 ) -> bool:
     top, bottom = primary
-    values = samples[top] if bottom is None else _ratios(samples[top], samples[bottom])
+    if bottom is None:
+        values: Sequence[float] = samples[top]
+    else:
+        values = normalized_series(samples, top, bottom, _weight_now(samples, top))
     return Summary.of(values).rel_ci_pct <= precision_pct
+
+
+def _weight_now(samples: Mapping[str, Sequence[float]], case: str) -> float:
+    device = samples.get("device")
+    if not device or HOST_REFERENCE not in samples:
+        return 0.0
+    return host_weight(statistics.median(samples[case]), statistics.median(device))
+
+
+def normalized_series(
+    samples: Mapping[str, Sequence[float]], top: str, bottom: str, weight: float = 0.0
+) -> list[float]:
+    """Round by round, ``top`` over ``bottom``; with ``weight`` > 0 (and a host reference
+    measured), over ``bottom ** (1 - weight) * host_reference ** weight``."""
+    hosts = samples.get(HOST_REFERENCE)
+    if weight <= 0 or not hosts:
+        return _ratios(samples[top], samples[bottom])
+    return [
+        a / (b ** (1.0 - weight) * h**weight)
+        for a, b, h in zip(samples[top], samples[bottom], hosts, strict=True)
+    ]
 
 
 def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
@@ -378,39 +477,53 @@ def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
     return [a / b for a, b in zip(top, bottom, strict=True)]
 
 
-def make_timer(device: torch.device, flush: torch.Tensor | None = None) -> SampleTimer:
-    """`HostTimer` on cpu; `EventTimer` (device time) on cuda and xpu, zeroing ``flush``
-    (a new 256 MB buffer when not given) before each sample."""
+def make_timer(device: torch.device) -> SampleTimer:
+    """The latency timer of ``device``: `HostTimer` with the device's synchronize (and, on
+    cuda and xpu, samples of at least `ACCELERATOR_MIN_ROUND_S`)."""
     from .devices import make_synchronizer
 
+    floor = 0.0 if device.type == "cpu" else ACCELERATOR_MIN_ROUND_S
+    return HostTimer(make_synchronizer(device), min_round_s=floor)
+
+
+def make_device_timer(device: torch.device, flush: torch.Tensor | None = None) -> SampleTimer:
+    """`EventTimer` (device time) on cuda and xpu, zeroing ``flush`` (a new 256 MB buffer when
+    not given) before each sample; on cpu, where every call's time is the host's, the latency
+    timer."""
     if device.type == "cpu":
-        return HostTimer(make_synchronizer(device))
+        return make_timer(device)
     return EventTimer(device, flush=flush)
 
 
 class Instruments:
     """The per-device tools of a run, made once and lent to every case.
 
-    A device's L2 flush buffer (256 MB) and its reference workload (fixed weights made on the
+    A device's L2 flush buffer (256 MB) and its reference workloads (fixed weights made on the
     cpu, then copied) cost tens to hundreds of milliseconds to build on a GPU; a run of many
-    cases builds them once per device here. Each case still gets a fresh timer, since an
+    cases builds them once per device here. Each case still gets fresh timers, since an
     `EventTimer` adapts to the case it times. `release` drops everything (end of the run).
     """
 
     def __init__(self) -> None:
         self._flush: dict[str, torch.Tensor] = {}
         self._reference: dict[str, Callable[[], Any]] = {}
+        self._host_reference: dict[str, Callable[[], Any]] = {}
 
     def timer(self, device: torch.device) -> SampleTimer:
-        """A new sample timer for one case on ``device``."""
+        """A new latency timer for one case on ``device``."""
+        return make_timer(device)
+
+    def device_timer(self, device: torch.device) -> SampleTimer | None:
+        """A new device-time timer for one case on ``device``; ``None`` on cpu, where device
+        time and latency are one figure."""
         import torch
 
         if device.type == "cpu":
-            return make_timer(device)
+            return None
         key = str(device)
         if key not in self._flush:
             self._flush[key] = torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-        return make_timer(device, self._flush[key])
+        return make_device_timer(device, self._flush[key])
 
     def reference(self, device: torch.device) -> Callable[[], Any]:
         """The reference workload on ``device`` (the same object for every case)."""
@@ -419,10 +532,20 @@ class Instruments:
             self._reference[key] = reference_workload(device)
         return self._reference[key]
 
+    def host_reference(self, device: torch.device) -> Callable[[], Any] | None:
+        """The host-bound reference workload on ``device``; ``None`` on cpu."""
+        if device.type == "cpu":
+            return None
+        key = str(device)
+        if key not in self._host_reference:
+            self._host_reference[key] = host_reference_workload(device)
+        return self._host_reference[key]
+
     def release(self) -> None:
         """Drop the buffers and workloads, so their device memory can be freed."""
         self._flush.clear()
         self._reference.clear()
+        self._host_reference.clear()
 
 
 def reference_workload(device: torch.device) -> Callable[[], Any]:
@@ -448,5 +571,27 @@ def reference_workload(device: torch.device) -> Callable[[], Any]:
             for w in weights:
                 x = torch.relu(x @ w) + x
             return x
+
+    return run
+
+
+def host_reference_workload(device: torch.device, launches: int = 64) -> Callable[[], Any]:
+    """The fixed host-bound workload timed beside each accelerator case: a burst of
+    ``launches`` tiny eager kernels (element-wise products and sums of 256 numbers, into
+    tensors made once). The device finishes each kernel long before the host has launched the
+    next, so its latency is the host's speed at launching work (Python, torch's dispatcher,
+    the driver), which is what a launch-bound model's latency moves with."""
+    import torch
+
+    a = torch.ones(256, device=device)
+    b = torch.full((256,), 0.5, device=device)
+    c = torch.empty(256, device=device)
+
+    def run() -> Any:
+        with torch.no_grad():
+            for _ in range(launches // 2):
+                torch.mul(a, b, out=c)
+                torch.add(c, b, out=c)
+            return c
 
     return run

@@ -41,7 +41,7 @@ DEFAULT_THRESHOLD_PCT: dict[str, float] = {"cpu": 5.0, "cuda": 1.0, "xpu": 1.0}
 #: Run-to-run noise of a median (one standard deviation, percent) assumed when a baseline
 #: holds one run; measured between fresh processes in docs/measurement.md.
 DEFAULT_RUN_NOISE_PCT: dict[str, float] = {"cpu": 3.0, "cuda": 0.5, "xpu": 0.5}
-METRICS = ("normalized", "absolute")
+METRICS = ("normalized", "absolute", "device")
 #: What to do with a baseline recorded in another environment.
 FINGERPRINT_POLICIES = ("warn", "skip", "fail")
 

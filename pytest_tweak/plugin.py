@@ -81,9 +81,10 @@ RUN_NOISE_HELP = (
     f"(default: {per_device_text(DEFAULT_RUN_NOISE_PCT)})"
 )
 METRIC_HELP = (
-    "what the verdict compares: 'normalized' (the case's time over a fixed reference "
-    "workload timed in turn with it, so a slower machine today is not a regression) or "
-    "'absolute' (seconds per call) (default: normalized)"
+    "what the verdict compares: 'normalized' (the case's latency over fixed reference "
+    "workloads timed in turn with it, so a slower machine today is not a regression), "
+    "'absolute' (latency, seconds per call) or 'device' (cuda/xpu: the kernels' time per "
+    "call, launch overhead left out) (default: normalized)"
 )
 FAIL_INCONCLUSIVE_HELP = "fail a test whose comparison is too noisy to decide"
 FAST_HELP = (
@@ -217,8 +218,9 @@ _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("markdown", "PATH", MARKDOWN_HELP),
     ("html", "PATH", HTML_HELP),
 )
-#: Marker keywords of ``tweak_limits``.
-_LIMIT_KEYS = ("graph_breaks", "recompiles")
+#: Marker keywords of ``tweak_limits``; the first two also have options (--tweak-max-...).
+_LIMIT_KEYS = ("graph_breaks", "recompiles", "cudagraph_skips")
+_LIMIT_OPTIONS = _LIMIT_KEYS[:2]
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -281,9 +283,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "tweak_limits(graph_breaks=None, recompiles=None): fail the test's `tweak` cases when "
-        "they have more graph breaks or recompiles than this, baseline or not; None: no limit; "
-        "overrides --tweak-max-graph-breaks and --tweak-max-recompiles (pytest-tweak)",
+        "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None): fail the "
+        "test's `tweak` cases when they have more graph breaks, recompiles or graphs inductor "
+        "ran without CUDA graphs than this, baseline or not; None: no limit; overrides "
+        "--tweak-max-graph-breaks and --tweak-max-recompiles (pytest-tweak)",
     )
     session = TweakSession(_resolve_options(config))
     config.stash[_SESSION_KEY] = session
@@ -562,7 +565,7 @@ def _optional_number(config: pytest.Config, name: str, allowed: str, check: Any)
 
 def _default_limits(config: pytest.Config) -> Limits:
     values: dict[str, Any] = {}
-    for key in _LIMIT_KEYS:
+    for key in _LIMIT_OPTIONS:
         name = f"tweak_max_{key}"
         raw, source = _raw(config, name)
         if raw is None:
@@ -905,7 +908,7 @@ def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:
     if marker is None:
         return defaults
     where = metafunc.definition.nodeid
-    signature = "tweak_limits(graph_breaks=None, recompiles=None)"
+    signature = "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None)"
     if marker.args:
         pytest.fail(
             f"{where}: {signature} takes keyword arguments only, got {marker.args!r}",

@@ -90,14 +90,45 @@ def failure_message(
     return "\n".join(lines)
 
 
+#: A host overhead above this share of the latency is worth a word in the summary.
+HOST_SHARE_NOTE = 0.5
+
+
+def host_lines(result: BenchmarkResult | CaseResult) -> list[str]:
+    """Latency, device time and host overhead of an accelerator case, and the remedy when the
+    device mostly waits for the host; nothing on cpu."""
+    overhead, share = result.host_overhead_s, result.host_share
+    if overhead is None or share is None or result.median_s is None:
+        return []
+    assert result.device_time is not None
+    lines = [
+        f"  latency {format_seconds(result.median_s)} per call: device time "
+        f"{format_seconds(result.device_time.median)}, host overhead "
+        f"{format_seconds(overhead)} ({share:.0%})"
+    ]
+    if share >= HOST_SHARE_NOTE:
+        remedy = (
+            "CUDA graphs did not remove it: see why they were skipped"
+            if result.cudagraph_skips
+            else 'mode="reduce-overhead" (CUDA graphs) replays the kernels without it'
+        )
+        lines.append(
+            "  the device waits for the host (Python, guards, kernel launches) most of each "
+            f"call: {remedy}"
+        )
+    return lines
+
+
 def _figures(result: BenchmarkResult) -> list[str]:
-    """Compile time, memory, accuracy and speed-up of a case, one line each."""
+    """Latency and device time, compile time, memory, accuracy and speed-up of a case, one
+    line each."""
     times = result.compile_times
     cold = ", cold (empty caches)" if result.cold_compile else ""
     lines = [
+        *host_lines(result),
         f"  compile: {result.compile_time_s:.3g} s first call (dynamo {times.dynamo_s:.3g} s, "
         f"inductor {times.inductor_s:.3g} s, {times.frames} frame compile(s)); "
-        f"inductor cache {result.compile_cache.state}{cold}"
+        f"inductor cache {result.compile_cache.state}{cold}",
     ]
     if result.peak_memory_bytes is not None:
         eager = result.eager_peak_memory_bytes
@@ -143,6 +174,9 @@ def _reasons(result: BenchmarkResult) -> list[str]:
             f"  dynamo hit its recompile limit on {frames}: it now runs uncompiled (eager), "
             "a silent performance cliff (torch._dynamo.config.recompile_limit)"
         )
+    if result.cudagraph_skips:
+        lines.append(f"  CUDA graphs skipped ({len(result.cudagraph_skips)}):")
+        lines += [f"    {reason}" for reason in result.cudagraph_skips]
     return lines
 
 
@@ -164,6 +198,8 @@ def _speedup(result: BenchmarkResult) -> str:
 def _row(record: CaseRecord) -> tuple[str, ...]:
     result = record.result
     median = "-" if result.median_s is None else format_seconds(result.median_s)
+    if result.device_time is not None:
+        median += f" (device {format_seconds(result.device_time.median)})"
     baseline = record.baseline
     breaks = str(result.graph_breaks)
     recompiles = str(result.recompiles)
@@ -248,8 +284,14 @@ def summary_item(record: CaseRecord) -> SummaryItem:
         nodeid=record.nodeid,
         row=_row(record),
         status=str(record.verdict.status),
-        reasons=tuple(_reasons(record.result)),
+        reasons=tuple(_reasons(record.result) + _host_note(record.result)),
     )
+
+
+def _host_note(result: BenchmarkResult) -> list[str]:
+    """The summary's word on a case whose device mostly waits for the host."""
+    share = result.host_share
+    return host_lines(result) if share is not None and share >= HOST_SHARE_NOTE else []
 
 
 def summary_lines(items: Iterable[SummaryItem]) -> list[str]:
@@ -335,7 +377,17 @@ def overall_status(cases: Sequence[CaseResult]) -> str:
 def _median_text(case: CaseResult) -> str:
     if case.timing is None:
         return "-"
-    return f"{format_seconds(case.timing.median)} ±{case.timing.rel_ci_pct:.1f}%"
+    return f"{format_seconds(case.timing.median)} ±{case.timing.rel_ci_pct:.1f}%" + device_text(
+        case
+    )
+
+
+def device_text(case: CaseResult) -> str:
+    """`` (device 269 us, host 66%)`` for an accelerator case; empty on cpu."""
+    share = case.host_share
+    if case.device_time is None or share is None:
+        return ""
+    return f" (device {format_seconds(case.device_time.median)}, host {share:.0%})"
 
 
 def _change_text(case: CaseResult) -> str:

@@ -142,9 +142,13 @@ class CaseResult:
         device: The device type; ``device_name`` names the device (the cpu model for cpu).
         backend: The registered backend name; ``config_id`` and ``config`` its config.
         outcome: The test's outcome: ``passed``, ``failed`` or ``skipped``.
-        timing: Seconds per call; ``normalized``: time over the reference workload's;
-            ``eager``: the uncompiled model's seconds per call; ``speedup``: eager over
-            compiled, round by round. ``None`` where not measured.
+        timing: Latency, seconds per call; ``normalized``: latency over the reference
+            workloads'; ``eager``: the uncompiled model's seconds per call; ``speedup``: eager
+            over compiled, round by round; ``device_time``: the kernels' time per call (cuda,
+            xpu). ``None`` where not measured.
+        host_overhead_s: Latency minus device time (`host_overhead_s`); ``host_weight``: how
+            much of the latency moves with the host (see `pytest_tweak.measure.host_weight`).
+        cudagraph_skips: Why inductor ran graphs without CUDA graphs, as it said it.
         compile: ``time_s`` (the first call), ``dynamo_s``, ``inductor_s``, ``frames``,
             ``cache`` (``state``, ``hits``, ``misses``) and ``cold``.
         baseline: The baseline entry's figures; ``None`` without one.
@@ -180,6 +184,9 @@ class CaseResult:
     input_sets: int = 1
     baseline: BaselineFigures | None = None
     environment: Mapping[str, Any] = field(default_factory=dict)
+    device_time: Summary | None = None
+    host_weight: float = 0.0
+    cudagraph_skips: tuple[str, ...] = ()
 
     @property
     def test(self) -> str:
@@ -196,6 +203,21 @@ class CaseResult:
     @property
     def median_s(self) -> float | None:
         return None if self.timing is None else self.timing.median
+
+    @property
+    def host_overhead_s(self) -> float | None:
+        """Latency minus device time, seconds per call; ``None`` without a device time."""
+        if self.timing is None or self.device_time is None:
+            return None
+        return max(self.timing.median - self.device_time.median, 0.0)
+
+    @property
+    def host_share(self) -> float | None:
+        """`host_overhead_s` over the latency, 0 to 1; ``None`` without it."""
+        overhead = self.host_overhead_s
+        if overhead is None or self.timing is None or not self.timing.median:
+            return None
+        return overhead / self.timing.median
 
     @property
     def accurate(self) -> bool:
@@ -241,6 +263,9 @@ class CaseResult:
             eager_peak_memory_bytes=result.eager_peak_memory_bytes,
             accuracy=None if result.accuracy is None else result.accuracy.as_dict(),
             input_sets=result.input_sets,
+            device_time=result.device_time,
+            host_weight=result.host_weight,
+            cudagraph_skips=result.cudagraph_skips,
             baseline=None
             if record.baseline is None
             else BaselineFigures.from_entry(record.baseline),
@@ -277,6 +302,10 @@ class CaseResult:
             "eager_peak_memory_bytes": self.eager_peak_memory_bytes,
             "accuracy": None if self.accuracy is None else _plain(self.accuracy),
             "input_sets": self.input_sets,
+            "device_time": _summary_dict(self.device_time),
+            "host_overhead_s": self.host_overhead_s,
+            "host_weight": self.host_weight,
+            "cudagraph_skips": list(self.cudagraph_skips),
             "baseline": None if self.baseline is None else self.baseline.to_dict(),
             "verdict": _verdict_dict(self.verdict),
             "environment": _plain(self.environment),
@@ -313,6 +342,9 @@ class CaseResult:
                 eager_peak_memory_bytes=data["eager_peak_memory_bytes"],
                 accuracy=None if data["accuracy"] is None else dict(data["accuracy"]),
                 input_sets=int(data["input_sets"]),
+                device_time=_summary(data.get("device_time"), "device_time"),
+                host_weight=float(data.get("host_weight", 0.0)),
+                cudagraph_skips=tuple(str(r) for r in data.get("cudagraph_skips", ())),
                 baseline=None if baseline is None else BaselineFigures.from_dict(baseline),
                 verdict=_verdict(data["verdict"]),
                 environment=dict(data["environment"]),

@@ -131,6 +131,7 @@ class TweakSession:
             graph_breaks=result.graph_breaks,
             recompiles=result.recompiles,
             accuracy_problem=None if accuracy is None or accuracy.ok else accuracy.describe(),
+            cudagraph_skips=result.cudagraph_skips,
         )
 
     def run_to_compare(self, result: BenchmarkResult, *, compare: bool) -> RunRecord | None:
@@ -215,4 +216,9 @@ def run_record(result: BenchmarkResult) -> RunRecord | None:
     """What a timed case contributes to a baseline; ``None`` when timing was off."""
     if result.timing is None:
         return None
-    return RunRecord(timing=result.timing, normalized=result.normalized, speedup=result.speedup)
+    return RunRecord(
+        timing=result.timing,
+        normalized=result.normalized,
+        speedup=result.speedup,
+        device=result.device_time,
+    )

@@ -86,7 +86,9 @@ class Judging:
         run_noise_pct: Run-to-run noise of a median (one standard deviation, percent) assumed
             when the baseline cannot show it (one run), and the prior it is shrunk towards.
         confidence: One-sided confidence that a reported regression is real.
-        metric: ``normalized`` (time over the reference workload's) or ``absolute`` (time).
+        metric: ``normalized`` (latency over the reference workloads'), ``absolute``
+            (latency) or ``device`` (device time on cuda and xpu; where a run or the
+            baseline has none, latency is compared, with a note).
         fail_inconclusive: An inconclusive verdict fails the test.
         compile_threshold_pct: The smallest compile-time increase that fails, in percent
             (and at least `COMPILE_FLOOR_S`).
@@ -108,15 +110,19 @@ class Judging:
             raise ValueError(f"run_noise_pct must be >= 0, got {self.run_noise_pct!r}")
         if not 0.5 < self.confidence < 1:
             raise ValueError(f"confidence must be in (0.5, 1), got {self.confidence!r}")
-        if self.metric not in ("normalized", "absolute"):
-            raise ValueError(f"metric must be 'normalized' or 'absolute', got {self.metric!r}")
+        if self.metric not in ("normalized", "absolute", "device"):
+            raise ValueError(
+                f"metric must be 'normalized', 'absolute' or 'device', got {self.metric!r}"
+            )
         if not (self.compile_threshold_pct > 0 and self.memory_threshold_pct > 0):
             raise ValueError("compile_threshold_pct and memory_threshold_pct must be > 0")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Most graph breaks and recompiles a case may have, baseline or not; ``None``: no limit.
+    """Most graph breaks, recompiles and CUDA-graph skips (graphs inductor ran without CUDA
+    graphs in ``reduce-overhead``/``max-autotune`` modes) a case may have, baseline or not;
+    ``None``: no limit.
 
     The ``*_source`` fields say where each limit was set, for the failure message.
     """
@@ -125,10 +131,20 @@ class Limits:
     recompiles: int | None = None
     graph_breaks_source: str = "default"
     recompiles_source: str = "default"
+    cudagraph_skips: int | None = None
+    cudagraph_skips_source: str = "default"
 
-    def check(self, graph_breaks: int, recompiles: int) -> tuple[str, ...]:
+    def check(
+        self, graph_breaks: int, recompiles: int, cudagraph_skips: Sequence[str] = ()
+    ) -> tuple[str, ...]:
         """What exceeds the limits, in words."""
         problems = []
+        if self.cudagraph_skips is not None and len(cudagraph_skips) > self.cudagraph_skips:
+            problems.append(
+                f"CUDA graphs skipped {len(cudagraph_skips)} time(s), over the limit "
+                f"{self.cudagraph_skips} (set by {self.cudagraph_skips_source}): "
+                + "; ".join(cudagraph_skips)
+            )
         if self.graph_breaks is not None and graph_breaks > self.graph_breaks:
             problems.append(
                 f"graph breaks {graph_breaks} exceed the limit {self.graph_breaks} "
@@ -143,10 +159,15 @@ class Limits:
 
 
 def case_failures(
-    limits: Limits, *, graph_breaks: int, recompiles: int, accuracy_problem: str | None
+    limits: Limits,
+    *,
+    graph_breaks: int,
+    recompiles: int,
+    accuracy_problem: str | None,
+    cudagraph_skips: Sequence[str] = (),
 ) -> tuple[str, ...]:
     """Why a case fails whatever its speed and baseline: over a limit, or wrong."""
-    failures = list(limits.check(graph_breaks, recompiles))
+    failures = list(limits.check(graph_breaks, recompiles, cudagraph_skips))
     if accuracy_problem is not None:
         failures.append(accuracy_problem)
     return tuple(failures)
@@ -184,7 +205,7 @@ class Change:
     def describe(self, threshold_pct: float, confidence: float) -> str:
         if self.metric == "speed-up":
             values = f"{self.new:.3g}x vs baseline {self.base:.3g}x"
-        elif self.metric == "time":
+        elif self.metric in ("time", "device time"):
             values = f"median {format_seconds(self.new)} vs baseline {format_seconds(self.base)}"
         else:
             values = f"{self.new:.4g} vs baseline {self.base:.4g} (time / reference)"
@@ -299,6 +320,13 @@ def judge(
     if baseline is None:
         return Verdict(Status.FAILED if failures else Status.NEW, failures=failures)
     notes: list[str] = []
+    use_device = judging.metric == "device"
+    if use_device and (new.device is None or any(run.device is None for run in baseline.runs)):
+        use_device = False
+        notes.append(
+            "compared latency: no device time in "
+            + ("this run" if new.device is None else "the baseline")
+        )
     use_normalized = judging.metric == "normalized"
     if use_normalized and (
         new.normalized is None or any(run.normalized is None for run in baseline.runs)
@@ -308,7 +336,15 @@ def judge(
             "compared absolute time: the reference workload is missing from "
             + ("this run" if new.normalized is None else "the baseline")
         )
-    if use_normalized:
+    if use_device:
+        assert new.device is not None
+        change = compare(
+            new.device,
+            [run.device for run in baseline.runs if run.device is not None],
+            metric="device time",
+            judging=judging,
+        )
+    elif use_normalized:
         assert new.normalized is not None
         change = compare(
             new.normalized,

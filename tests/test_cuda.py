@@ -30,9 +30,13 @@ def test_spec_suite_runs_on_cuda_and_cpu(pytester: pytest.Pytester, run_suite) -
     assert names == set(SPEC_IDS) | {name.replace("[cpu-", "[cuda-") for name in SPEC_IDS}
 
 
-def test_cuda_median_is_device_time(pytester: pytest.Pytester, run_suite) -> None:
-    """The median agrees with CUDA events around the same compiled model, and is far above
-    the time it takes only to launch the kernels."""
+def test_cuda_median_is_latency_with_device_time_beside_it(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """On a compute-bound model the latency (the median) agrees with a synchronized wall clock
+    around back-to-back calls, the device time with CUDA events, and the two agree with each
+    other; on a launch-bound one the latency is well above the device time and the summary
+    says so and names reduce-overhead."""
     pytester.makepyfile("""
         import time, torch
 
@@ -46,35 +50,116 @@ def test_cuda_median_is_device_time(pytester: pytest.Pytester, run_suite) -> Non
                     x = torch.relu(layer(x))
                 return x
 
-        def test_device_time(tweak):
+        def wall_and_events(compiled, x, calls=50):
+            for _ in range(3):
+                compiled(x)
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            begin = time.perf_counter()
+            start.record()
+            for _ in range(calls):
+                compiled(x)
+            end.record()
+            torch.cuda.synchronize()
+            wall = (time.perf_counter() - begin) / calls
+            return wall, start.elapsed_time(end) / 1000 / calls
+
+        def test_heavy(tweak):
             model = Heavy().eval()
             x = torch.randn(4096, 4096)
             with torch.no_grad():
                 result = tweak.benchmark(model, x)
-                compiled = tweak.compile(model)
-                x = x.cuda()
-                for _ in range(3):
-                    compiled(x)
-                torch.cuda.synchronize()
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(20):
-                    compiled(x)
-                end.record()
-                torch.cuda.synchronize()
-                event_s = start.elapsed_time(end) / 1000 / 20
-                launch_start = time.perf_counter()
-                compiled(x)
-                launch_s = time.perf_counter() - launch_start
-                torch.cuda.synchronize()
-            print(f"tweak {result.median_s:.6f} s, events {event_s:.6f} s, launch {launch_s:.6f} s")
-            assert 0.9 < result.median_s / event_s < 1.1
-            assert result.median_s > 5 * launch_s
+                wall, _ = wall_and_events(tweak.compile(model), x.cuda())
+            device = result.device_time.median
+            print(f"heavy: latency {result.median_s:.6f} s, wall {wall:.6f} s, "
+                  f"device {device:.6f} s")
+            assert 0.9 < result.median_s / wall < 1.1
+            assert 0.9 < result.median_s / device < 1.1
+            assert result.host_weight == 0.0
+
+        def test_launch_bound(tweak):
+            layers = [torch.nn.TransformerEncoderLayer(256, 4, 512, batch_first=True)
+                      for _ in range(4)]
+            model = torch.nn.Sequential(*layers).eval()
+            x = torch.randn(8, 64, 256)
+            with torch.no_grad():
+                result = tweak.benchmark(model, x)
+                wall, _ = wall_and_events(tweak.compile(model), x.cuda(), calls=200)
+            device = result.device_time.median
+            print(f"launch: latency {result.median_s:.6f} s, wall {wall:.6f} s, "
+                  f"device {device:.6f} s")
+            assert 0.8 < result.median_s / wall < 1.25
+            assert result.median_s > 1.3 * device
+            assert result.host_overhead_s > 0 and result.host_weight > 0
     """)
     result = run_suite("--tweak-device=cuda", "-s")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*tweak * s, events * s, launch * s"])
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*heavy: latency * s, wall * s, device * s*"])
+    result.stdout.fnmatch_lines(["*launch: latency * s, wall * s, device * s*"])
+    result.stdout.fnmatch_lines(["*reduce-overhead*"])
+
+
+def test_every_compile_mode_runs_end_to_end_on_cuda(pytester: pytest.Pytester, run_suite) -> None:
+    """Every mode inductor lists works, CUDA-graph modes included: their outputs live in a pool
+    the next replay overwrites, so the NaN and accuracy checks read a copy."""
+    pytester.makepyfile("""
+        import pytest, torch
+        from torch._inductor import list_mode_options
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        MODES = sorted(list_mode_options())
+
+        @pytest.mark.tweak_configs(*(C(mode=m) for m in MODES))
+        def test_modes(tweak):
+            layers = [torch.nn.TransformerEncoderLayer(64, 2, 128, batch_first=True)
+                      for _ in range(2)]
+            model = torch.nn.Sequential(*layers).eval()
+            with torch.no_grad():
+                result = tweak.benchmark(model, torch.randn(4, 16, 64))
+            print(f"mode {tweak.config.mode}: latency {result.median_s:.6f} s, device "
+                  f"{result.device_time.median:.6f} s, skips {list(result.cudagraph_skips)}, "
+                  f"{result.accuracy.describe()}")
+            assert result.accuracy.ok
+    """)
+    result = run_suite("--tweak-device=cuda", "-s")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("passed", 0) >= 4, outcomes
+    result.stdout.fnmatch_lines(["*mode reduce-overhead: latency * s, device * s, skips []*"])
+
+
+def test_a_cuda_graph_skip_is_reported_and_a_limit_forbids_it(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """An input mutation makes inductor skip CUDA graphs: the case names the reason, and
+    tweak_limits(cudagraph_skips=0) fails exactly that test."""
+    pytester.makepyfile("""
+        import pytest, torch
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        class Mutates(torch.nn.Module):
+            def forward(self, x):
+                x.add_(1)
+                return x * 2
+
+        @pytest.mark.tweak_configs(C(mode="reduce-overhead"))
+        @pytest.mark.tweak_limits(cudagraph_skips=0)
+        def test_mutates(tweak):
+            with torch.no_grad():
+                tweak.benchmark(Mutates(), torch.randn(64))
+
+        @pytest.mark.tweak_configs(C(mode="reduce-overhead"))
+        def test_allowed(tweak):
+            with torch.no_grad():
+                result = tweak.benchmark(Mutates(), torch.randn(64))
+            print(f"skips: {list(result.cudagraph_skips)}")
+            assert result.cudagraph_skips
+    """)
+    result = run_suite("--tweak-device=cuda", "-s", "--tweak-accuracy=off")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*CUDA graphs skipped 1 time(s), over the limit 0*skipping cudagraphs*"]
+    )
 
 
 def test_save_then_compare_on_cuda_fails_exactly_the_regressed_test(
@@ -98,8 +183,9 @@ def test_instruments_lend_one_flush_buffer_and_reference_per_cuda_device() -> No
 
     instruments = Instruments()
     device = torch.device("cuda")
-    first, second = instruments.timer(device), instruments.timer(device)
+    first, second = instruments.device_timer(device), instruments.device_timer(device)
     assert isinstance(first, EventTimer) and isinstance(second, EventTimer)
+    assert instruments.host_reference(device) is instruments.host_reference(device)
     assert first is not second and first._flush.data_ptr() == second._flush.data_ptr()
     assert instruments.reference(device) is instruments.reference(device)
     assert first(lambda: torch.ones(8, device=device).sum(), 4) > 0

@@ -19,6 +19,9 @@ from pytest_tweak.measure import (
     MeasureSettings,
     calibrate,
     gc_paused,
+    host_reference_workload,
+    host_weight,
+    normalized_series,
     reference_workload,
     warm_up,
 )
@@ -77,7 +80,9 @@ def test_host_timer_reads_perf_counter_ns_around_the_calls_and_syncs(clock: Fake
 
     timer = HostTimer(lambda: syncs.append(clock.now))
     assert timer(call, 4) == pytest.approx(2**-14, rel=1e-4)
-    assert syncs == [4 * 2**-14]  # after the last call, before the clock is read
+    # before the first call (work queued earlier stays out) and after the last (the calls'
+    # device work stays in), each before the clock is read
+    assert syncs == [0.0, 4 * 2**-14]
 
 
 def test_calibrate_makes_a_sample_last_min_round_s_ignoring_a_slow_first_probe(
@@ -244,3 +249,93 @@ def test_fast_settings_are_shorter_and_overridable() -> None:
     assert fast.max_time_s < default.max_time_s and fast.warmup_s < default.warmup_s
     assert not fast.eager
     assert MeasureSettings.fast(max_time_s=5.0).max_time_s == 5.0
+
+
+def test_host_weight_is_0_when_device_bound_1_when_host_bound_and_a_line_between() -> None:
+    assert host_weight(1.0e-3, 1.0e-3) == 0.0  # latency is device time: device-bound
+    assert host_weight(1.09e-3, 1.0e-3) == 0.0
+    assert host_weight(1.3e-3, 1.0e-3) == pytest.approx(0.5)
+    assert host_weight(0.8e-3, 0.27e-3) == 1.0  # the issue's launch-bound model: 3x
+    assert host_weight(1.0e-3, None) == 0.0  # cpu: no device time
+
+
+def test_normalized_series_mixes_the_references_by_weight() -> None:
+    samples = {
+        "case": [8.0, 9.0],
+        "reference": [2.0, 2.0],
+        "host_reference": [4.0, 3.0],
+    }
+    assert normalized_series(samples, "case", "reference", 0.0) == [4.0, 4.5]
+    assert normalized_series(samples, "case", "reference", 1.0) == [2.0, 3.0]
+    half = normalized_series(samples, "case", "reference", 0.5)
+    assert half == pytest.approx([8.0 / (2.0 * 4.0) ** 0.5, 9.0 / (2.0 * 3.0) ** 0.5])
+    # without a host reference (cpu), the weight does not matter
+    assert normalized_series({"case": [8.0], "reference": [2.0]}, "case", "reference", 1) == [4]
+
+
+class _SlowHost:
+    """A launch-bound model on a stand-in accelerator: the host needs ``host_s`` to queue a
+    call, the device ``device_s`` to run it; host speed is ``self.speed`` (1: nominal)."""
+
+    def __init__(self, clock: FakeClock, host_s: float, device_s: float) -> None:
+        self.clock, self.host_s, self.device_s = clock, host_s, device_s
+        self.speed = 1.0
+
+    def latency_call(self) -> None:  # what the host timer sees: the longer of the two
+        self.clock.now += max(self.host_s * self.speed, self.device_s)
+
+
+def test_measure_on_a_stand_in_xpu_times_latency_device_time_and_host_reference(
+    clock: FakeClock,
+) -> None:
+    """The accelerator path without the hardware (an honest stand-in for torch.xpu's events):
+    latency by the host timer, device time by the event timer, and a host-bound case
+    normalized by the host-bound reference, so a host that runs 30 % slower in this process
+    leaves the normalized figure where it was."""
+    module = SimpleNamespace(Event=lambda enable_timing: _StandInEvent(clock, enable_timing))
+    results = []
+    for speed in (1.0, 1.3):
+        model = _SlowHost(clock, host_s=8e-4, device_s=2.7e-4)
+        model.speed = speed
+        device_timer = EventTimer(torch.device("cpu"), module=module, flush_bytes=1024)
+
+        def device_workload(m: _SlowHost = model) -> None:  # the events see the kernels only
+            clock.now += m.device_s
+
+        def host_reference(s: float = speed) -> None:
+            clock.now += 2e-4 * s
+
+        def reference() -> None:
+            clock.now += 1e-3
+
+        workloads = {
+            "case": model.latency_call,
+            "device": device_workload,
+            "reference": reference,
+            "host_reference": host_reference,
+        }
+        settings = MeasureSettings(min_rounds=10, max_time_s=100, min_round_s=1e-3)
+        result = measure.measure(
+            workloads,
+            HostTimer(lambda: None),
+            settings,
+            primary=("case", "reference"),
+            timers={"device": device_timer},
+        )
+        device = result.summary("device")
+        assert device is not None and device.median == pytest.approx(2.7e-4)
+        timing = result.summary("case")
+        assert timing is not None and timing.median == pytest.approx(8e-4 * speed)
+        assert result.host_weight() == 1.0
+        normalized = result.normalized()
+        assert normalized is not None
+        results.append(normalized.median)
+    assert results[0] == pytest.approx(4.0) and results[1] == pytest.approx(4.0)
+
+
+def test_host_reference_workload_is_none_on_cpu_and_runs_tiny_kernels() -> None:
+    cpu = torch.device("cpu")
+    instruments = Instruments()
+    assert instruments.host_reference(cpu) is None and instruments.device_timer(cpu) is None
+    burst = host_reference_workload(cpu, launches=4)
+    assert torch.equal(burst(), torch.ones(256))  # 1 * 0.5 + 0.5, pair after pair
