@@ -315,7 +315,10 @@ def test_list_options_prints_modes_and_options_and_exits(pytester: pytest.Pytest
             "inductor options (TorchInductorBackendConfig(options={...})), *:",
         ]
     )
-    result.stdout.fnmatch_lines(["  max_autotune"])
+    result.stdout.fnmatch_lines(["  max_autotune (bool)", "  max_autotune_gemm_backends (str)"])
+    # the config module's import flag and private keys are not options for users
+    assert not [line for line in result.stdout.lines if line.startswith(("  TYPE_CHECKING", "  _"))]
+    assert not [line for line in result.stdout.lines if "._" in line]
     assert "collected" not in result.stdout.str()
 
 
