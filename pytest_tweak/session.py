@@ -95,7 +95,7 @@ class TweakOptions:
             ]
         parts += _changed(self.settings, MeasureSettings())
         parts += _changed(self.checks, CaseChecks())
-        parts += _changed(self.limits, Limits())
+        parts += [f"max-{part}" for part in _changed(self.limits, Limits())]
         if self.logs:
             parts.append(f"logs={','.join(self.logs)}")
         if self.fingerprint_policy != "warn":
