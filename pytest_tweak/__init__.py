@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .counters import Recompile as Recompile
     from .fixture import TweakFixture as TweakFixture
     from .measure import MeasureSettings as MeasureSettings
+    from .plugin import TweakWarning as TweakWarning
     from .registry import BackendSpec as BackendSpec
     from .session import CaseRecord as CaseRecord
     from .stats import Summary as Summary
@@ -74,6 +75,7 @@ _EXPORTS = {
     "CaseRecord": "session",
     "Summary": "stats",
     "TweakFixture": "fixture",
+    "TweakWarning": "plugin",
     "BestOfStrategy": "tuning",
     "Module": "tuning",
     "OneBackendStrategy": "tuning",

@@ -68,6 +68,7 @@ __all__ = [
     "BaselineError",
     "BaselineFile",
     "RunRecord",
+    "broken_entry_message",
     "load_baselines",
     "merge_baselines",
     "read_baselines",
@@ -319,6 +320,13 @@ def read_baselines(path: Path) -> BaselineFile:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise BaselineError(path, f'is not a pytest-tweak baseline file (no "format": "{FORMAT}")')
     version = data.get("version")
+    if isinstance(version, str) and version.strip().isdigit():
+        raise BaselineError(
+            path,
+            f'has "version": {json.dumps(version)}, a string; the version is a number: write '
+            f'"version": {version.strip()} (this pytest-tweak reads versions '
+            f"{', '.join(map(str, _READABLE_VERSIONS))})",
+        )
     if isinstance(version, bool) or version not in _READABLE_VERSIONS:
         newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
         raise BaselineError(
@@ -338,6 +346,17 @@ def read_baselines(path: Path) -> BaselineFile:
             found.skipped[key] = str(exc)
             found.raw[key] = value
     return found
+
+
+def broken_entry_message(path: Path, key: str, problem: str) -> str:
+    """Why a case whose baseline entry cannot be read fails, and how to repair the entry."""
+    return (
+        f"pytest-tweak: {key}: its entry in baseline file {path} cannot be read, so the "
+        f"case has no gate: {problem}. The file is left as it is. Repair the entry by hand "
+        f"(`python -m pytest_tweak show {path}` lists every unreadable entry), take it from "
+        "a good copy of the file (`python -m pytest_tweak merge`), or record the case anew "
+        "with --tweak-save (which replaces only this entry)."
+    )
 
 
 def _refuse_constant(name: str) -> Any:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from . import __version__
 from .baselines import (
     ON_CONFLICT,
     BaselineEntry,
@@ -83,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
             "missing, unreadable or not a baseline file (nothing is written then)"
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = commands.add_parser("show", help="the entries of a baseline file, as a table")

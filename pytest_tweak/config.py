@@ -52,6 +52,36 @@ def _known_options() -> frozenset[str]:
     return frozenset(torch._inductor.list_options())
 
 
+def public_options() -> list[str]:
+    """The inductor option keys meant for users: without ``TYPE_CHECKING`` (an import flag of
+    the config module) and private keys (a part starting with ``_``)."""
+    return sorted(
+        key
+        for key in _known_options()
+        if key != "TYPE_CHECKING" and not any(part.startswith("_") for part in key.split("."))
+    )
+
+
+def option_type(key: str) -> type | None:
+    """The type inductor checks a value of option ``key`` against, or ``None`` where it
+    checks none: the rule of ``torch.compile`` itself (``_TorchCompileInductorWrapper
+    .apply_options``), which only checks plain classes, not ``list[int]`` or unions."""
+    import typing
+
+    from torch._inductor import config
+
+    get_type = getattr(config, "get_type", None)
+    if get_type is None:  # pragma: no cover - older torch: no types to check against
+        return None
+    try:
+        expected = get_type(key)
+    except (AttributeError, KeyError):  # pragma: no cover
+        return None
+    if typing.get_origin(expected) is not None or not isinstance(expected, type):
+        return None
+    return expected
+
+
 def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
@@ -131,6 +161,13 @@ class TorchInductorBackendConfig:
                 raise ValueError(
                     f"unknown inductor option {key!r}{hint} "
                     "(torch._inductor.list_options() lists the known ones)"
+                )
+            expected = option_type(key)
+            value = self.options[key]
+            if expected is not None and not isinstance(value, expected):
+                raise ValueError(
+                    f"inductor option {key!r} takes a {expected.__name__}, got {value!r} "
+                    f"({type(value).__name__}); torch.compile would refuse it at the first call"
                 )
         # A read-only copy: the caller's dict may change later, this config must not.
         object.__setattr__(self, "options", types.MappingProxyType(dict(self.options)))

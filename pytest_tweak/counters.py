@@ -188,8 +188,9 @@ def read_counts() -> CompileCounts:
     """Count graph breaks, recompiles and graphs since the last `reset_dynamo`."""
     breaks = _distinct_breaks(_dynamo_utils.graph_break_reasons)
     metrics = list(_dynamo_utils.get_compilation_metrics())
+    names = _frame_names(metrics)
     recompiles = tuple(
-        Recompile(_first_line(m.recompile_reason), _frame_name(m))
+        Recompile(_first_line(m.recompile_reason), names.get(_frame_id(m), _frame_name(m)))
         for m in metrics
         if m.recompile_reason is not None
     )
@@ -216,15 +217,22 @@ def _limit_frames(metrics: list[Any]) -> tuple[str, ...]:
     """The frames whose recompile limit was hit. The failing entry names no code object; its
     ``compile_id`` (``frame/attempt``) ties it to the frame's earlier compiles, which do."""
 
-    def frame_id(metric: Any) -> str:
-        return str(getattr(metric, "compile_id", "") or "").strip("[]").split("/")[0]
-
-    names = {frame_id(m): _frame_name(m) for m in metrics if getattr(m, "co_name", None)}
+    names = _frame_names(metrics)
     found = []
     for metric in metrics:
         if _is_limit_failure(metric.fail_reason):
-            found.append(names.get(frame_id(metric), _frame_name(metric)))
+            found.append(names.get(_frame_id(metric), _frame_name(metric)))
     return tuple(dict.fromkeys(found))
+
+
+def _frame_id(metric: Any) -> str:
+    return str(getattr(metric, "compile_id", "") or "").strip("[]").split("/")[0]
+
+
+def _frame_names(metrics: list[Any]) -> dict[str, str]:
+    """Each frame's name (``function (file:line)``) by its id: an entry that names no code
+    object (the compile the recompile limit refused) takes the name of its frame's others."""
+    return {_frame_id(m): _frame_name(m) for m in metrics if getattr(m, "co_name", None)}
 
 
 def _compile_times(metrics: list[Any]) -> CompileTimes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -11,6 +12,7 @@ import pytest
 import torch
 
 from .backends import Backend, TorchInductorBackend
+from .baselines import BaselineError, broken_entry_message
 from .case import BenchmarkResult, CaseError, run_case
 from .devices import lock_name, release_memory, to_device
 from .fingerprint import differences
@@ -64,6 +66,19 @@ class _PedanticRunner:
     def run_once(self, call: Callable[[], Any]) -> Any:
         return self._benchmark.pedantic(call, rounds=1, iterations=1)
 
+    def failed(self, error: BaseException) -> None:
+        """The case failed before its samples were recorded: hand the failure to
+        pytest-benchmark as the benchmark's error (else it also warns, at teardown, that its
+        fixture "was not used at all": a second error under ``-W error``)."""
+        if getattr(self._benchmark, "_mode", None):  # used already (calibration, a sample)
+            return
+
+        def fail() -> None:
+            raise _CaseFailed(str(error))
+
+        with contextlib.suppress(_CaseFailed):
+            self._benchmark.pedantic(fail, rounds=1, iterations=1)
+
     def record(self, samples: Sequence[float], iterations: int) -> None:
         benchmark = self._benchmark
         if benchmark.disabled:  # off under xdist: its table and files are not made
@@ -91,6 +106,10 @@ def _benchmarks_disabled(request: pytest.FixtureRequest) -> bool:
 
 def _noop() -> None:
     return None
+
+
+class _CaseFailed(Exception):
+    """A failed case, as pytest-benchmark sees it."""
 
 
 class TweakFixture:
@@ -185,10 +204,11 @@ class TweakFixture:
                 "tweak.benchmark() can be called once per test; write one test per model"
             )
         started = time.perf_counter()
-        benchmark = self._request.getfixturevalue("benchmark")
-        runner = _PedanticRunner(benchmark, measure=not _benchmarks_disabled(self._request))
         nodeid = self._request.node.nodeid
         options = self._session.options
+        self._check_baseline(nodeid)
+        benchmark = self._request.getfixturevalue("benchmark")
+        runner = _PedanticRunner(benchmark, measure=not _benchmarks_disabled(self._request))
         status = self._status
         on_phase = None
         if status is not None:
@@ -229,6 +249,7 @@ class TweakFixture:
             )
         if error is not None:
             self._case_failed = True
+            runner.failed(error)
             pytest.fail(f"pytest-tweak: {error}", pytrace=False)
         self.result = result
         session = self._session
@@ -260,6 +281,24 @@ class TweakFixture:
                 pytrace=False,
             )
         return result
+
+    def _check_baseline(self, nodeid: str) -> None:
+        """Fail the case, before it runs, when its gate cannot work: the baseline file is
+        broken, or its entry is (a save, which records the entry anew, may go on)."""
+        session = self._session
+        try:
+            session.load()
+        except BaselineError as exc:
+            pytest.fail(
+                f"pytest-tweak: {exc}. Fix or remove the file (it is left as it is).",
+                pytrace=False,
+            )
+        problem = session.skipped.get(nodeid)
+        if problem is not None and not session.options.save:
+            pytest.fail(
+                broken_entry_message(session.options.baseline_path, nodeid, problem),
+                pytrace=False,
+            )
 
     def _verdict(self, result: BenchmarkResult, *, compare: bool) -> Verdict:
         """The first verdict the ``pytest_tweak_verdict`` implementations return (pytest-tweak's

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .report import device_text, ordered_tests, overall_status
+from .report import case_reasons, counts_text, device_text, ordered_tests, overall_status
 from .results import CaseResult, TuneRow, interval, suite_tuning
 from .verdict import format_bytes, format_seconds
 
@@ -100,7 +100,6 @@ def html_report(
         tuning = suite_tuning(cases)
     tests = ordered_tests(cases)
     statuses = Counter(str(case.verdict.status) for case in cases)
-    failed = sum(1 for case in cases if case.verdict.failed or case.outcome == "failed")
     counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
     parts = [
         "<!DOCTYPE html>",
@@ -108,8 +107,7 @@ def html_report(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>{escape(title)}</h1>",
-        f'<p class="counts">{len(cases)} case(s) in {len(tests)} test(s), {failed} failed: '
-        f"{escape(counts)}</p>",
+        f'<p class="counts">{escape(counts_text(cases, tests))}; verdicts: {escape(counts)}</p>',
         _environment(environment),
         "</header>",
         _nav(tests),
@@ -216,7 +214,11 @@ def chart(cases: Sequence[CaseResult]) -> str:
         f'<svg class="chart" width="{_WIDTH}" '
         f'height="{height}" viewBox="0 0 {_WIDTH} {height}" role="img" '
         f'aria-label="median time per config">',
-        _legend(any(c.baseline for c in timed), any(c.eager for c in timed)),
+        _legend(
+            list(dict.fromkeys(_bar_status(c) for c in timed)),
+            any(c.baseline for c in timed),
+            any(c.eager for c in timed),
+        ),
         '<g class="axis">',
     ]
     bottom = _TOP + _ROW_H * len(timed)
@@ -235,9 +237,7 @@ def chart(cases: Sequence[CaseResult]) -> str:
         y = _TOP + row * _ROW_H + (_ROW_H - _BAR_H) / 2
         mid = y + _BAR_H / 2
         low, high = interval(timing)
-        status = _classes(str(case.verdict.status))
-        if case.verdict.failed and status not in ("regressed", "failed"):
-            status = "failed"
+        status = _bar_status(case)
         title = (
             f"{case.backend}:{case.config_id}: median {format_seconds(timing.median)}, "
             f"95% interval {format_seconds(low)} .. {format_seconds(high)}, "
@@ -283,12 +283,39 @@ def chart(cases: Sequence[CaseResult]) -> str:
     return "".join(out)
 
 
-def _legend(baseline: bool, eager: bool) -> str:
-    items = [
-        f'<rect x="{_LABEL_W}" y="4" width="14" height="10" style="fill:var(--ok)"/>'
-        f'<text x="{_LABEL_W + 20}" y="13">median (95% interval)</text>'
-    ]
-    at = _LABEL_W + 170
+def _bar_status(case: CaseResult) -> str:
+    """The class, and so the colour, of a case's bar."""
+    status = _classes(str(case.verdict.status))
+    if case.verdict.failed and status not in ("regressed", "failed"):
+        return "failed"
+    return status
+
+
+#: What a bar's colour says, per class (the CSS colours the bars by these classes).
+_BAR_KEYS = {
+    "failed": ("bad", "failed"),
+    "regressed": ("bad", "regressed"),
+    "improved": ("good", "improved"),
+    "inconclusive": ("warn", "inconclusive"),
+}
+
+
+def _legend(statuses: Sequence[str], baseline: bool, eager: bool) -> str:
+    """The key to the chart: a swatch of each bar colour in it, in that colour, then the
+    baseline and eager markers."""
+    items = [f'<text x="{_LABEL_W}" y="13">median, 95% interval:</text>']
+    at = _LABEL_W + 140
+    swatches: dict[str, list[str]] = {}
+    for status in statuses:
+        colour, word = _BAR_KEYS.get(status, ("ok", status.replace("-", " ")))
+        swatches.setdefault(colour, []).append(word)
+    for colour, words in swatches.items():
+        label = " / ".join(words)
+        items.append(
+            f'<rect x="{at}" y="4" width="14" height="10" style="fill:var(--{colour})"/>'
+            f'<text x="{at + 20}" y="13">{escape(label)}</text>'
+        )
+        at += 30 + 7 * len(label)
     if baseline:
         items.append(
             f'<line class="baseline-key" x1="{at}" y1="2" x2="{at}" y2="16"/>'
@@ -386,11 +413,7 @@ def _problems(group: Sequence[CaseResult]) -> str:
         (case, text) for case in group for text in (*case.verdict.failures, *case.verdict.problems)
     ]
     notes = [(case, text) for case in group for text in case.verdict.notes]
-    reasons = [
-        (case, f"graph break at {r.get('filename')}:{r.get('lineno')}: {r.get('reason')}")
-        for case in group
-        for r in case.break_reasons
-    ]
+    reasons = [(case, text) for case in group for text in case_reasons(case)]
     out = []
     if problems:
         items = "".join(

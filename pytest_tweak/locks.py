@@ -56,8 +56,11 @@ def exclusive(lock_path: Path, timeout_s: float | None = None) -> Iterator[float
 
 def device_lock_dir() -> Path:
     """Where device locks live: one folder per user in the temporary directory, shared by
-    every pytest process of that user on this machine."""
-    user = os.environ.get("USER") or os.environ.get("USERNAME") or str(os.getuid())
+    every pytest process of that user on this machine: ``pytest-tweak-<uid>``, the numeric
+    user id (``id -u``), which, unlike ``$USER``, every process of the user agrees on (a CI
+    container or ``sudo -E`` may leave ``$USER`` unset or another user's)."""
+    getuid = getattr(os, "getuid", None)
+    user = str(getuid()) if getuid is not None else os.environ.get("USERNAME", "user")
     return Path(tempfile.gettempdir()) / f"pytest-tweak-{re.sub(r'[^A-Za-z0-9_.-]', '_', user)}"
 
 

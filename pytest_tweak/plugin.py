@@ -19,6 +19,7 @@ import pytest
 
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
+from .citizen import is_own_tweak, mentions_tweak, register_device_markers, sees_own_tweak
 from .devices import DEVICES, parse_device
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .html_report import html_report
@@ -63,6 +64,11 @@ DEVICE_HELP = (
     "devices to run tweak cases on, comma separated or repeated: "
     f"{', '.join(DEVICES)} (default: cpu); an index (cuda:0,cuda:1) lists the devices that "
     "pytest-xdist workers take in turn"
+)
+ALLOW_MISSING_DEVICE_HELP = (
+    "let a device named by --tweak-device (or its ini twin) that torch cannot use skip its "
+    "cases without failing the run (default: such a run fails, so a runner whose GPU is gone "
+    "does not pass the gate)"
 )
 SAVE_HELP = "record the measured cases into the baseline file (keeps every other entry)"
 APPEND_HELP = (
@@ -182,6 +188,10 @@ _REPORTS = (
 
 _SESSION_KEY = pytest.StashKey["TweakSession"]()
 _PROGRESS_KEY = pytest.StashKey["_ProgressLine | None"]()
+#: Set once the settings line is in the report header.
+_HEADER_KEY = pytest.StashKey[bool]()
+#: Set once the device markers are registered for this session.
+_MARKERS_KEY = pytest.StashKey[bool]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
@@ -189,6 +199,7 @@ _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 # name (without the "tweak_" prefix), metavar (None: a flag), help; each has an ini twin.
 _OPTIONS: tuple[tuple[str, str | None, str], ...] = (
     ("device", "DEV", DEVICE_HELP),
+    ("allow_missing_device", None, ALLOW_MISSING_DEVICE_HELP),
     ("save", None, SAVE_HELP),
     ("append", None, APPEND_HELP),
     ("baseline", "PATH", BASELINE_HELP),
@@ -232,16 +243,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for name, metavar, help_text in _OPTIONS:
         dest = f"tweak_{name}"
         flag = "--" + dest.replace("_", "-")
+        # the ini twin points at its flag: the full text twice would add ~200 lines to the
+        # --help of every suite in the environment
+        ini_help = f"{flag} as an ini key (see its help)"
         if metavar is None:
             group.addoption(flag, action="store_true", dest=dest, default=None, help=help_text)
-            parser.addini(dest, help_text, type="bool", default=False)
+            parser.addini(dest, ini_help, type="bool", default=False)
             continue
         # --tweak-device may be repeated; the others take one value
         action = "append" if name == "device" else "store"
         group.addoption(
             flag, action=action, dest=dest, metavar=metavar, default=None, help=help_text
         )
-        parser.addini(dest, help_text, type="string", default="")
+        parser.addini(dest, ini_help, type="string", default="")
     # an action like --markers, not a setting: no ini twin
     group.addoption(
         "--tweak-list-options",
@@ -257,17 +271,16 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     import torch._inductor
 
-    print(options_listing(torch._inductor.list_mode_options(), torch._inductor.list_options()))
+    from .config import option_type, public_options
+
+    options = {name: getattr(option_type(name), "__name__", "") for name in public_options()}
+    print(options_listing(torch._inductor.list_mode_options(), options))
     return 0
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for device in DEVICES:
-        config.addinivalue_line(
-            "markers",
-            f"{device}: the test supports the {device} device; tests with no device marker "
-            "support every device (pytest-tweak)",
-        )
+    if config.option.markers:  # `pytest --markers` documents them; a session registers them
+        register_device_markers(config)  # when it collects a file that uses tweak
     config.addinivalue_line(
         "markers",
         "tweak_configs(*configs): run the test's `tweak` cases once per config given: "
@@ -299,70 +312,21 @@ class TweakWarning(pytest.PytestWarning):
     """A problem pytest-tweak reports without stopping the run."""
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    tweak = session.config.stash[_SESSION_KEY]
-    try:
-        tweak.load()
-    except BaselineError as exc:
-        raise pytest.UsageError(
-            f"pytest-tweak: {exc}. Fix or remove the file (it is left as it is)."
-        ) from exc
-    for key, problem in tweak.skipped.items():
-        session.config.issue_config_time_warning(
-            TweakWarning(
-                f"pytest-tweak: baseline file {tweak.options.baseline_path}: entry {key!r} "
-                f"skipped ({problem}); the case runs without a baseline, and the entry is "
-                "kept as it is unless --tweak-save records the case anew"
-            ),
-            stacklevel=2,
-        )
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The settings in force, when the run selects pytest-tweak options (else the line comes
+    after collection, and only when a collected test uses ``tweak``)."""
+    if not any(_raw(config, f"tweak_{name}")[1] != "default" for name, _, _ in _OPTIONS):
+        return None
+    config.stash[_HEADER_KEY] = True
+    return config.stash[_SESSION_KEY].options.describe(config.rootpath)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    options = config.stash[_SESSION_KEY].options
-    settings = options.settings
-    first = options.judging[options.devices[0]] if options.devices else None
-    thresholds = ",".join(f"{d}={options.judging[d].threshold_pct:g}%" for d in options.devices)
-    return (
-        f"tweak: devices={','.join(options.devices)}, baseline={options.baseline_path}, "
-        f"threshold={thresholds}, metric={first.metric if first else '-'}, "
-        f"save={'append' if options.save and options.append else 'yes' if options.save else 'no'}, "
-        f"warmup<={settings.warmup_s:g}s, max-time={settings.max_time_s:g}s, "
-        f"min-rounds={settings.min_rounds}, precision={settings.precision_pct:g}%, "
-        f"eager={'on' if settings.eager else 'off'}, "
-        f"cpu-threads={settings.cpu_threads or 'torch default'}, "
-        f"accuracy={_accuracy_text(options.checks)}, "
-        f"limits={_limits_text(options.limits)}, "
-        f"compile-threshold={first.compile_threshold_pct if first else 0:g}%"
-        f"{' (cold compile)' if options.checks.cold else ''}, "
-        f"memory-threshold={first.memory_threshold_pct if first else 0:g}%"
-        + (f", logs={','.join(options.logs)}" if options.logs else "")
-        + "".join(
-            f", {name}={path}"
-            for name, path in (
-                ("json", options.json_path),
-                ("markdown", options.markdown_path),
-                ("html", options.html_path),
-            )
-            if path is not None
-        )
-    )
-
-
-def _accuracy_text(checks: CaseChecks) -> str:
-    if not checks.accuracy:
-        return "off"
-    if checks.rtol is None and checks.atol is None:
-        return "on"
-    return f"on (rtol={checks.rtol if checks.rtol is not None else 'dtype'}, " + (
-        f"atol={checks.atol if checks.atol is not None else 'dtype'})"
-    )
-
-
-def _limits_text(limits: Limits) -> str:
-    pairs = (("graph-breaks", limits.graph_breaks), ("recompiles", limits.recompiles))
-    parts = [f"{name}<={value}" for name, value in pairs if value is not None]
-    return ",".join(parts) or "none"
+def pytest_report_collectionfinish(
+    config: pytest.Config, items: Sequence[pytest.Item]
+) -> list[str]:
+    if _HEADER_KEY in config.stash or not any(_case_of(item) for item in items):
+        return []
+    return [config.stash[_SESSION_KEY].options.describe(config.rootpath)]
 
 
 # -- options ------------------------------------------------------------------------------
@@ -379,13 +343,14 @@ def _raw(config: pytest.Config, name: str) -> tuple[Any, str]:
         raise pytest.UsageError(
             f"ini option {name}: {exc}; expected true or false (or 1/0, yes/no, on/off)"
         ) from exc
-    if ini not in ("", None, []):
+    if ini not in ("", None, []) and ini is not False:  # a bool key's default is False
         return ini, f"ini option {name}"
     return None, "default"
 
 
 def _resolve_options(config: pytest.Config) -> TweakOptions:
     devices_raw, source = _raw(config, "tweak_device")
+    devices_source = source
     items = devices_raw if isinstance(devices_raw, list) else [devices_raw or "cpu"]
     devices: list[str] = []
     pools: dict[str, list[int]] = {}
@@ -487,6 +452,8 @@ def _resolve_options(config: pytest.Config) -> TweakOptions:
         baseline_path=Path(baseline),
         save=bool(save_raw),
         append=bool(_raw(config, "tweak_append")[0]),
+        devices_source=devices_source,
+        allow_missing_device=bool(_raw(config, "tweak_allow_missing_device")[0]),
         judging=judging,
         settings=settings,
         checks=checks,
@@ -716,13 +683,22 @@ def _registry(config: pytest.Config) -> BackendRegistry:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Take the environment fingerprint once, when a collected test uses ``tweak``."""
-    if not any("tweak" in getattr(item, "fixturenames", ()) for item in session.items):
+    """When a collected test uses ``tweak``: read the baseline file, and take the environment
+    fingerprint."""
+    if not any(_case_of(item) is not None for item in session.items):
         return
     from .fingerprint import base_fingerprint
 
     config = session.config
     tweak = config.stash[_SESSION_KEY]
+    if not config.option.collectonly:  # read now, so a broken file stops the run before a case
+        try:
+            tweak.load()
+        except BaselineError as exc:
+            raise pytest.UsageError(
+                f"pytest-tweak: {exc}. Fix or remove the file (it is left as it is)."
+            ) from exc
+        tweak.note_missing_devices([_case_of(item) for item in session.items])
     options = tweak.options
     fingerprint = base_fingerprint(options.devices, options.settings.cpu_threads)
     hook = config.hook.pytest_tweak_fingerprint
@@ -747,10 +723,28 @@ class _Case:
     backend: str
     config: Any
     limits: Limits
+    #: Why torch cannot use the device (the case is skipped), or None.
+    unavailable: str | None = None
+
+
+def _case_of(item: pytest.Item) -> _Case | None:
+    """The pytest-tweak case ``item`` runs, if it is one."""
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("tweak") if callspec is not None else None
+    return case if isinstance(case, _Case) else None
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> None:
+    """Register the device markers before the first test module that uses pytest-tweak's
+    ``tweak`` is imported (a suite that never does keeps its own marker rules)."""
+    config = parent.config
+    if _MARKERS_KEY not in config.stash and mentions_tweak(module_path) and sees_own_tweak(parent):
+        register_device_markers(config)
+        config.stash[_MARKERS_KEY] = True
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "tweak" not in metafunc.fixturenames:
+    if not is_own_tweak(metafunc):  # the suite's own `tweak`, or none
         return
     from .devices import availability, device_count
 
@@ -784,7 +778,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             )
             params.append(
                 pytest.param(
-                    _Case(device, name, config, limits),
+                    _Case(
+                        device,
+                        name,
+                        config,
+                        limits,
+                        None if found.available else found.reason,
+                    ),
                     id=f"{device}-{registry.case_id(name, config)}",
                     marks=[] if reason is None else [pytest.mark.skip(reason=reason)],
                 )
@@ -1199,7 +1199,9 @@ class _RunHooks:
                     (False, f"markdown not appended to $GITHUB_STEP_SUMMARY {summary_file}: {exc}")
                 )
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # the hook's argument, not session.exitstatus: Pytester.getnode() calls this hook on
+        # a session that never ran, and never set it
         tweak = self.session
         tweak.instruments.release()
         worker_output = getattr(session.config, "workeroutput", None)
@@ -1208,7 +1210,10 @@ class _RunHooks:
             worker_output[_WORKER_OUTPUT_KEY] = tweak.worker_output(worker)
             return
         self._write_reports(session.config)
-        if session.exitstatus == pytest.ExitCode.OK and not all(ok for ok, _ in self.report_lines):
+        missing = tweak.missing_device_failure()
+        if missing is not None:
+            self.report_lines.append((False, missing))
+        if exitstatus == pytest.ExitCode.OK and not all(ok for ok, _ in self.report_lines):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not tweak.options.save or not (tweak.records or tweak.remote_entries):
             return
@@ -1258,7 +1263,7 @@ class _RunHooks:
                 f"pytest-tweak: ERROR: nothing saved: {self.save_error}", red=True
             )
         elif tweak.saved is not None:
-            kept = len(set(tweak.baselines) - set(tweak.saved))
+            kept = tweak.kept
             terminalreporter.write_line(
                 f"pytest-tweak: saved {len(tweak.saved)} case(s) to {path}"
                 f" (kept {kept} other entr{'y' if kept == 1 else 'ies'})"

@@ -126,8 +126,7 @@ def _figures(result: BenchmarkResult) -> list[str]:
     cold = ", cold (empty caches)" if result.cold_compile else ""
     lines = [
         *host_lines(result),
-        f"  compile: {result.compile_time_s:.3g} s first call (dynamo {times.dynamo_s:.3g} s, "
-        f"inductor {times.inductor_s:.3g} s, {times.frames} frame compile(s)); "
+        f"  compile: {compile_text(result.compile_time_s, times.as_dict())}; "
         f"inductor cache {result.compile_cache.state}{cold}",
     ]
     if result.peak_memory_bytes is not None:
@@ -167,16 +166,116 @@ def _reasons(result: BenchmarkResult) -> list[str]:
         lines += [f"    {reason}" for reason in result.break_reasons]
     if result.recompile_reasons:
         lines.append(f"  recompiles ({result.recompiles}):")
-        lines += _counted(Counter(str(r) for r in result.recompile_reasons))
+        reasons, hints = recompile_texts([str(r) for r in result.recompile_reasons])
+        lines += _counted(reasons)
+        lines += [f"    hint (torch): {hint}" for hint in hints]
     if result.recompile_limit_hit:
-        frames = ", ".join(result.recompile_limit_frames) or "a frame"
-        lines.append(
-            f"  dynamo hit its recompile limit on {frames}: it now runs uncompiled (eager), "
-            "a silent performance cliff (torch._dynamo.config.recompile_limit)"
-        )
+        lines.append(f"  {limit_text(result.recompile_limit_frames)}")
     if result.cudagraph_skips:
         lines.append(f"  CUDA graphs skipped ({len(result.cudagraph_skips)}):")
         lines += [f"    {reason}" for reason in result.cudagraph_skips]
+    return lines
+
+
+def compile_text(first_call_s: float, times: Mapping[str, Any]) -> str:
+    """The compile figures, each saying what it covers: the first call's wall time, and the
+    compile time dynamo and inductor report summed over every frame compile of the case
+    (recompiles during warm-up and timing included, so the sum may exceed the first call)."""
+    frames = int(times.get("frames", 0))
+    return (
+        f"first call {first_call_s:.3g} s (wall time, compiling included); all {frames} frame "
+        f"compile(s) of the case, recompiles included: dynamo {float(times['dynamo_s']):.3g} s "
+        f"+ inductor {float(times['inductor_s']):.3g} s"
+    )
+
+
+def recompile_texts(reasons: Sequence[str]) -> tuple[Counter[str], list[str]]:
+    """The distinct recompile reasons with how often each came, without torch's ``HINT:``
+    (one hint can be 300 characters, the same on every line), and the distinct hints."""
+    counted: Counter[str] = Counter()
+    hints: dict[str, None] = {}
+    for reason in reasons:
+        head, hint = _split_hint(reason)
+        counted[head] += 1
+        if hint:
+            hints[hint] = None
+    return counted, list(hints)
+
+
+def _split_hint(text: str) -> tuple[str, str | None]:
+    head, found, hint = text.partition("HINT:")
+    if not found:
+        return " ".join(text.split()), None
+    head = head.rstrip().removesuffix("(").rstrip()
+    hint = " ".join(hint.split()).removesuffix(")").strip()
+    return " ".join(head.split()), hint or None
+
+
+def limit_text(frames: Sequence[str]) -> str:
+    """The recompile-limit cliff, in words."""
+    where = ", ".join(frames) or "a frame"
+    return (
+        f"dynamo hit its recompile limit on {where}: it now runs uncompiled (eager), "
+        "a silent performance cliff (torch._dynamo.config.recompile_limit)"
+    )
+
+
+def short_path(filename: str | None) -> str:
+    """``filename`` relative to the current folder when it lies below it."""
+    if not filename:
+        return "?"
+    try:
+        relative = os.path.relpath(filename)
+    except ValueError:  # another drive on Windows
+        return filename
+    return filename if relative.startswith("..") else relative
+
+
+def break_text(reason: Mapping[str, Any]) -> str:
+    """One graph break of a report (`CaseResult.break_reasons`): where, the source line,
+    why, and how often."""
+    where = f"{short_path(reason.get('filename'))}:{reason.get('lineno') or '?'}"
+    line = reason.get("line")
+    source = f" `{line}`" if line else ""
+    count = int(reason.get("count") or 1)
+    return f"{where}{source}: {reason.get('reason')}" + (f" (x{count})" if count > 1 else "")
+
+
+def counts_text(cases: Sequence[CaseResult], tests: Sequence[tuple[str, Sequence[Any]]]) -> str:
+    """``6 case(s) in 3 test(s); failed: 4 case(s) in 2 test(s)``: cases and tests counted
+    apart, so a count of failed cases does not read as failed tests."""
+
+    def failed(case: CaseResult) -> bool:
+        return case.verdict.failed or case.outcome == "failed"
+
+    failed_cases = sum(1 for case in cases if failed(case))
+    failed_tests = sum(1 for _, group in tests if any(failed(case) for case in group))
+    text = f"{len(cases)} case(s) in {len(tests)} test(s)"
+    if failed_cases:
+        return f"{text}; failed: {failed_cases} case(s) in {failed_tests} test(s)"
+    return f"{text}; none failed"
+
+
+#: Distinct recompile reasons a report lists per case; a changing attribute makes dozens.
+_MAX_RECOMPILE_LINES = 5
+
+
+def case_reasons(case: CaseResult) -> list[str]:
+    """Where and why a case's graph breaks and recompiles happened, and the recompile-limit
+    cliff: what a reviewer of a pull request needs beside the counts."""
+    lines = [f"graph break at {break_text(reason)}" for reason in case.break_reasons]
+    reasons, hints = recompile_texts(case.recompile_reasons)
+    shown = list(reasons.items())[:_MAX_RECOMPILE_LINES]
+    lines += [f"recompile: {reason}" + (f" (x{n})" if n > 1 else "") for reason, n in shown]
+    if len(reasons) > len(shown):
+        lines.append(
+            f"... and {len(reasons) - len(shown)} more distinct recompile reason(s) (the JSON "
+            "report has every one)"
+        )
+    lines += [f"hint (torch): {hint}" for hint in hints]
+    if case.recompile_limit_hit:
+        lines.append(limit_text(case.recompile_limit_frames))
+    lines += [f"CUDA graphs skipped: {reason}" for reason in case.cudagraph_skips]
     return lines
 
 
@@ -322,16 +421,19 @@ def summary_lines(items: Iterable[SummaryItem]) -> list[str]:
     return lines
 
 
-def options_listing(modes: Mapping[str, Mapping[str, object]], options: Sequence[str]) -> str:
+def options_listing(modes: Mapping[str, Mapping[str, object]], options: Mapping[str, str]) -> str:
     """What ``--tweak-list-options`` prints: inductor's modes with the options each sets,
-    then every option key inductor knows."""
+    then the option keys meant for users, each with the type its value must have (where
+    inductor checks one)."""
     lines = ["inductor modes (TorchInductorBackendConfig(mode=...)):"]
     for mode, settings in modes.items():
         set_text = ", ".join(f"{k}={v!r}" for k, v in settings.items()) or "(inductor defaults)"
         lines.append(f"  {mode}: {set_text}")
     lines.append("")
     lines.append(f"inductor options (TorchInductorBackendConfig(options={{...}})), {len(options)}:")
-    lines += [f"  {name}" for name in sorted(options)]
+    lines += [
+        f"  {name} ({kind})" if kind else f"  {name}" for name, kind in sorted(options.items())
+    ]
     return "\n".join(lines)
 
 
@@ -451,13 +553,12 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
     if tuning is None:
         tuning = suite_tuning(cases)
     statuses = Counter(str(case.verdict.status) for case in cases)
-    failed = sum(1 for case in cases if case.verdict.failed or case.outcome == "failed")
     tests = ordered_tests(cases)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
     lines = [
         "## pytest-tweak",
         "",
-        f"**{len(cases)} case(s)** in {len(tests)} test(s), {failed} failed: {counts}"
+        f"{counts_text(cases, tests)}; verdicts: {counts}"
         if cases
         else "No pytest-tweak case ran.",
     ]
@@ -497,9 +598,9 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
             )
         lines += _md_table(headers, rows)
         details = [
-            f"- `{case.device}-{case.config_id}`: {text}"
+            f"- `{case.device}-{case.config_id}`: {_md_text(text)}"
             for case in group
-            for text in (*case.verdict.failures, *case.verdict.problems)
+            for text in (*case.verdict.failures, *case.verdict.problems, *case_reasons(case))
         ]
         if details:
             lines += ["", *details]
@@ -553,6 +654,11 @@ def json_report(
     }
 
 
+def _md_text(text: str) -> str:
+    """Text for a markdown list item: a ``|`` or a newline would break the layout."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, renamed over
     it: a reader never sees half a report. Missing folders are created."""
@@ -563,11 +669,20 @@ def write_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp makes the file private (0600); a report is an ordinary file: the mode any
+        # new file gets under the umask (also over a report an older version left 0600)
+        os.chmod(temp, 0o666 & ~_umask())
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def append_text(path: Path, text: str) -> None:

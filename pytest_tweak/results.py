@@ -176,6 +176,8 @@ class CaseResult:
     recompiles: int = 0
     recompile_reasons: tuple[str, ...] = ()
     recompile_limit_hit: bool = False
+    #: The frames that hit the recompile limit (``function (file:line)``).
+    recompile_limit_frames: tuple[str, ...] = ()
     graph_count: int = 0
     compile: Mapping[str, Any] = field(default_factory=dict)
     peak_memory_bytes: int | None = None
@@ -250,6 +252,7 @@ class CaseResult:
             recompiles=result.recompiles,
             recompile_reasons=tuple(str(reason) for reason in result.recompile_reasons),
             recompile_limit_hit=result.recompile_limit_hit,
+            recompile_limit_frames=tuple(result.recompile_limit_frames),
             graph_count=result.graph_count,
             compile={
                 "time_s": result.compile_time_s,
@@ -296,6 +299,7 @@ class CaseResult:
             "recompiles": self.recompiles,
             "recompile_reasons": list(self.recompile_reasons),
             "recompile_limit_hit": self.recompile_limit_hit,
+            "recompile_limit_frames": list(self.recompile_limit_frames),
             "graph_count": self.graph_count,
             "compile": _plain(self.compile),
             "peak_memory_bytes": self.peak_memory_bytes,
@@ -336,6 +340,9 @@ class CaseResult:
                 recompiles=int(data["recompiles"]),
                 recompile_reasons=tuple(str(r) for r in data["recompile_reasons"]),
                 recompile_limit_hit=bool(data["recompile_limit_hit"]),
+                recompile_limit_frames=tuple(
+                    str(f) for f in data.get("recompile_limit_frames") or ()
+                ),
                 graph_count=int(data["graph_count"]),
                 compile=dict(data["compile"]),
                 peak_memory_bytes=data["peak_memory_bytes"],

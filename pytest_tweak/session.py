@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .measure import CaseChecks, Instruments, MeasureSettings
+from .options import (
+    DEFAULT_COMPILE_THRESHOLD_PCT,
+    DEFAULT_MEMORY_THRESHOLD_PCT,
+    DEFAULT_RUN_NOISE_PCT,
+    DEFAULT_THRESHOLD_PCT,
+)
 from .report import SummaryItem, summary_item
 from .verdict import Judging, Limits, Verdict, case_failures
 
@@ -43,6 +50,85 @@ class TweakOptions:
     json_path: Path | None = None
     markdown_path: Path | None = None
     html_path: Path | None = None
+    #: Where ``devices`` came from: ``--tweak-device``, its ini twin, or ``default``.
+    devices_source: str = "default"
+    #: A device asked for by name that torch cannot use skips its cases without failing.
+    allow_missing_device: bool = False
+
+    def describe(self, root: Path) -> str:
+        """The settings in one line: the devices, the baseline file (relative to ``root``
+        when inside it), and every other setting that is not its default."""
+        baseline = self.baseline_path
+        with contextlib.suppress(ValueError):
+            baseline = baseline.relative_to(root)
+        parts = [f"devices={','.join(self.devices)}", f"baseline={baseline}"]
+        if self.save:
+            parts.append("save (append)" if self.append else "save")
+        for name, values in (
+            ("threshold", {d: j.threshold_pct for d, j in self.judging.items()}),
+            ("run-noise", {d: j.run_noise_pct for d, j in self.judging.items()}),
+        ):
+            default = DEFAULT_THRESHOLD_PCT if name == "threshold" else DEFAULT_RUN_NOISE_PCT
+            changed = [f"{d}={values[d]:g}%" for d in self.devices if values[d] != default[d]]
+            if changed:
+                parts.append(f"{name}={','.join(changed)}")
+        first = self.judging[self.devices[0]] if self.devices else None
+        if first is not None:
+            defaults = Judging(threshold_pct=1.0, run_noise_pct=1.0)
+            parts += [
+                f"{name}={value}"
+                for name, value, default in (
+                    ("metric", first.metric, defaults.metric),
+                    ("fail-inconclusive", first.fail_inconclusive, defaults.fail_inconclusive),
+                    (
+                        "compile-threshold",
+                        f"{first.compile_threshold_pct:g}%",
+                        f"{DEFAULT_COMPILE_THRESHOLD_PCT:g}%",
+                    ),
+                    (
+                        "memory-threshold",
+                        f"{first.memory_threshold_pct:g}%",
+                        f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}%",
+                    ),
+                )
+                if value != default
+            ]
+        parts += _changed(self.settings, MeasureSettings())
+        parts += _changed(self.checks, CaseChecks())
+        parts += [f"max-{part}" for part in _changed(self.limits, Limits())]
+        if self.logs:
+            parts.append(f"logs={','.join(self.logs)}")
+        if self.fingerprint_policy != "warn":
+            parts.append(f"fingerprint-policy={self.fingerprint_policy}")
+        for name in ("json", "markdown", "html"):
+            path = getattr(self, f"{name}_path")
+            if path is not None:
+                parts.append(f"{name}={path}")
+        return "tweak: " + ", ".join(parts)
+
+
+def _changed(settings: Any, defaults: Any) -> list[str]:
+    """``name=value`` for each field of the dataclass ``settings`` that differs from
+    ``defaults`` (``reference``, which follows the metric, left out): ``warmup=0.2s``,
+    ``precision=3%``, ``eager=off``."""
+    parts = []
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if f.name == "reference" or f.name.endswith("_source"):
+            continue
+        if value == getattr(defaults, f.name):
+            continue
+        name = f.name.removesuffix("_s").removesuffix("_pct").replace("_", "-")
+        if isinstance(value, bool):
+            text = "on" if value else "off"
+        elif f.name.endswith("_s") and isinstance(value, (int, float)):
+            text = f"{value:g}s"
+        elif f.name.endswith("_pct") and isinstance(value, (int, float)):
+            text = f"{value:g}%"
+        else:
+            text = str(value)
+        parts.append(f"{name}={text}")
+    return parts
 
 
 @dataclass
@@ -92,6 +178,12 @@ class TweakSession:
         self.baselines: dict[str, BaselineEntry] = {}
         #: Entries of the baseline file that could not be read: test id -> the problem.
         self.skipped: dict[str, str] = {}
+        #: Whether the baseline file was read (`load`).
+        self.loaded = False
+        #: Entries a save kept as they were on disk (set by `save`).
+        self.kept = 0
+        #: Devices asked for by name that torch cannot use: device -> (why, cases skipped).
+        self.missing_devices: dict[str, tuple[str, int]] = {}
         self.records: dict[str, CaseRecord] = {}
         self.saved: dict[str, BaselineEntry] | None = None
         #: Per-device timer buffers and reference workloads, shared by the run's cases.
@@ -115,11 +207,42 @@ class TweakSession:
         self.cases: dict[str, dict[str, Any]] = {}
 
     def load(self) -> None:
-        """Read the baseline file (`BaselineError` when it is broken; a broken entry is
-        skipped and named in `skipped`)."""
+        """Read the baseline file, once: when a case of the run needs it, so that a suite that
+        never uses ``tweak`` never reads a file of that name (`BaselineError` when it is
+        broken, every time; a broken entry is skipped and named in `skipped`)."""
+        if self.loaded:
+            return
         found = read_baselines(self.options.baseline_path)
         self.baselines = found.entries
         self.skipped = found.skipped
+        self.loaded = True
+
+    def note_missing_devices(self, cases: Sequence[Any]) -> None:
+        """Count the collected cases (``pytest_tweak.plugin._Case``, or None for other tests)
+        skipped because torch cannot use a device the run asked for by name."""
+        if self.options.devices_source == "default":
+            return
+        for case in cases:
+            reason = getattr(case, "unavailable", None)
+            if reason is not None:
+                _, count = self.missing_devices.get(case.device, (reason, 0))
+                self.missing_devices[case.device] = (reason, count + 1)
+
+    def missing_device_failure(self) -> str | None:
+        """Why the run fails for a device asked for by name that no case could use; ``None``
+        when there is none, or ``allow_missing_device`` lets such cases just skip."""
+        if not self.missing_devices or self.options.allow_missing_device:
+            return None
+        parts = [
+            f"{device} ({reason}; {count} case(s) skipped)"
+            for device, (reason, count) in sorted(self.missing_devices.items())
+        ]
+        return (
+            f"{self.options.devices_source} asked for a device torch cannot use: "
+            f"{'; '.join(parts)}. Nothing was measured there, so the run fails; add "
+            "--tweak-allow-missing-device (ini tweak_allow_missing_device = true) where "
+            "skipping those cases is intended"
+        )
 
     def failures(self, result: BenchmarkResult, limits: Limits | None = None) -> tuple[str, ...]:
         """What fails a case whatever its speed, with or without a baseline: a graph-break or
@@ -189,6 +312,7 @@ class TweakSession:
             "lock_uses": [dataclasses.asdict(use) for use in self.lock_uses],
             "environment_changed": self.environment_changed,
             "fingerprint": self.fingerprint,
+            "missing_devices": {d: list(found) for d, found in self.missing_devices.items()},
         }
 
     def absorb(self, output: Mapping[str, Any]) -> None:
@@ -202,13 +326,16 @@ class TweakSession:
         self.environment_changed.update(output.get("environment_changed", {}))
         if not self.fingerprint:
             self.fingerprint = dict(output.get("fingerprint", {}))
+        for device, (reason, count) in output.get("missing_devices", {}).items():
+            self.missing_devices[device] = (str(reason), int(count))  # each worker collects all
 
     def save(self) -> dict[str, BaselineEntry]:
         """Merge the passed cases (this process's and the workers') into the baseline file;
         returns the entries written."""
         entries = {**self.remote_entries, **self.entries_to_save()}
-        save_baselines(self.options.baseline_path, entries, append=self.options.append)
+        written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
         self.saved = entries
+        self.kept = len(set(written) - set(entries))
         return entries
 
 

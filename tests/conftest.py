@@ -25,6 +25,17 @@ FAST_ARGS = (
     "no:cacheprovider",
 )
 
+#: The suite's own warning settings (pyproject.toml), as an ini file for a user suite: warnings
+#: are errors, except torch's own.
+WARNINGS_AS_ERRORS_INI = """
+[pytest]
+filterwarnings =
+    error
+    ignore::DeprecationWarning:torch.*
+    ignore::FutureWarning:torch.*
+    ignore::UserWarning:torch.*
+"""
+
 
 @pytest.fixture(autouse=True)
 def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:

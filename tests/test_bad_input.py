@@ -73,7 +73,8 @@ def test_save_to_a_path_that_cannot_be_written_fails_before_any_test_runs(
 def test_a_folder_as_the_baseline_file_is_refused_naming_it(
     pytester: pytest.Pytester, save: bool
 ) -> None:
-    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    # a test that uses tweak: the baseline file is read only when one does
+    pytester.makepyfile("def test_x(tweak): raise AssertionError('must not run')")
     pytester.mkdir("perf")
     result = pytester.runpytest("--tweak-baseline=perf", *(["--tweak-save"] if save else []))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -118,15 +119,19 @@ def test_tweak_through_getfixturevalue_says_how_to_request_it(
     )
 
 
-def test_parametrizing_tweak_by_hand_is_refused(pytester: pytest.Pytester, run_suite) -> None:
+def test_a_tweak_parametrized_by_hand_is_the_tests_own(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """``tweak`` is pytest-tweak's only where the test sees pytest-tweak's fixture: a test that
+    parametrizes the name itself gets its own values, as without pytest-tweak."""
     pytester.makepyfile("""
-        import pytest
+        import sys, pytest
 
         @pytest.mark.parametrize("tweak", [1, 2])
         def test_x(tweak):
-            raise AssertionError("must not run")
+            assert tweak in (1, 2)
+            assert "torch" not in sys.modules
     """)
-    result = run_suite()
-    assert result.ret != pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["*tweak*"])
-    assert "must not run" not in result.stdout.str()
+    result = run_suite("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_x[[]1[]] PASSED*", "*test_x[[]2[]] PASSED*"])

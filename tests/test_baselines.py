@@ -308,3 +308,14 @@ def test_compile_cache_and_peak_memory_are_optional_fields(tmp_path: Path) -> No
     data["cases"]["a"]["peak_memory_bytes"] = -1
     path.write_text(json.dumps(data))
     assert "'peak_memory_bytes' must be an integer >= 0" in read_baselines(path).skipped["a"]
+
+
+def test_a_version_written_as_a_string_says_to_write_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "tweak-baselines.json"
+    path.write_text('{"format": "pytest-tweak-baselines", "version": "2", "cases": {}}')
+    with pytest.raises(BaselineError) as raised:
+        read_baselines(path)
+    assert raised.value.problem == (
+        'has "version": "2", a string; the version is a number: write "version": 2 '
+        "(this pytest-tweak reads versions 1, 2)"
+    )

@@ -468,3 +468,16 @@ def test_python_dash_m_pytest_tweak(tmp_path: Path) -> None:
         [sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=120
     )
     assert imported.stdout.strip() == "[]", imported.stderr
+
+
+def test_the_command_tells_its_version() -> None:
+    from pytest_tweak import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_tweak", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"pytest-tweak {__version__}"

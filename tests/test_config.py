@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import torch
@@ -216,3 +217,26 @@ def test_fuzzed_configs_are_built_or_refused_with_a_value_error(**kwargs: object
 
     json.dumps(config.describe())
     assert config.compile_kwargs()["backend"] == "inductor"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"freezing": "yes"}, "inductor option 'freezing' takes a bool, got 'yes' (str)"),
+        ({"max_autotune_gemm_backends": 1}, "'max_autotune_gemm_backends' takes a str, got 1"),
+    ],
+)
+def test_option_values_are_checked_against_inductors_types(
+    options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Config(options=options)
+
+
+def test_option_values_inductor_accepts_are_accepted() -> None:
+    # what torch.compile itself accepts: a bool, an int where an int is asked, any value for
+    # a key whose type is generic (list[int], a union), which torch does not check either
+    config = Config(
+        options={"freezing": True, "epilogue_fusion": False, "realize_opcount_threshold": 30}
+    )
+    assert config.options["realize_opcount_threshold"] == 30

@@ -241,3 +241,5 @@ def test_recompile_limit_names_the_frame() -> None:
     assert result.recompile_limit_hit
     (frame,) = result.recompile_limit_frames
     assert frame.startswith("forward (") and "models.py:" in frame
+    # the compile the limit refused names no code object: it takes its frame's name
+    assert [r.frame for r in result.recompile_reasons if not r.frame.startswith("forward (")] == []

@@ -134,3 +134,20 @@ def test_a_bad_device_is_named(text: str, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         parse_device(text)
     assert parse_device(" CUDA:1 ") == ("cuda", 1)
+
+
+def test_the_device_lock_folder_is_named_by_the_numeric_user_id(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``pytest-tweak-<uid>``, as the README says: every process of the user agrees on it,
+    whatever ``$USER`` says in each."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from pytest_tweak.locks import device_lock_dir
+
+    monkeypatch.setenv("USER", "someone-else")
+    assert device_lock_dir() == Path(tempfile.gettempdir()) / f"pytest-tweak-{os.getuid()}"
+    monkeypatch.delenv("USER")
+    assert device_lock_dir().name == f"pytest-tweak-{os.getuid()}"

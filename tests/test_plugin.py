@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import WARNINGS_AS_ERRORS_INI
 
 SPEC_SUITE = """
 import pytest, torch
@@ -155,7 +156,8 @@ def test_unavailable_devices_skip_naming_the_device_and_the_check(
     pytester: pytest.Pytester, run_suite
 ) -> None:
     pytester.makepyfile(test_tinynet=SPEC_SUITE)
-    result = run_suite("--tweak-device=xpu", "-rs")  # no XPU anywhere here
+    # asked for by name and skipping is intended (a runner that may have no XPU)
+    result = run_suite("--tweak-device=xpu", "-rs", "--tweak-allow-missing-device")
     result.assert_outcomes(skipped=3)
     assert result.ret == 0
     result.stdout.fnmatch_lines(
@@ -167,6 +169,36 @@ def test_unavailable_devices_skip_naming_the_device_and_the_check(
     assert "INTERNALERROR" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("device", ["xpu", "xpu:7"])
+def test_a_device_asked_for_by_name_that_no_case_could_use_fails_the_run(
+    pytester: pytest.Pytester, run_suite, device: str
+) -> None:
+    """A GPU runner whose driver is gone must not pass the gate green: its cases skip (with
+    the reason), and the run fails saying why, unless the opt-out is given."""
+    pytester.makepyfile(test_tinynet=SPEC_SUITE)
+    result = run_suite(f"--tweak-device=cpu,{device}", "-k", "default")
+    result.assert_outcomes(passed=1, skipped=1, deselected=4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: ERROR: --tweak-device asked for a device torch cannot use: xpu "
+            "(torch.xpu.is_available() returned False (torch *); 1 case(s) skipped). Nothing "
+            "was measured there, so the run fails; add --tweak-allow-missing-device (ini "
+            "tweak_allow_missing_device = true) where skipping those cases is intended",
+        ]
+    )
+    # the ini twin, and a test the markers keep off the device, skip without failing
+    pytester.makeini("[pytest]\ntweak_device = cpu,xpu\ntweak_allow_missing_device = true\n")
+    assert run_suite("-k", "default").ret == pytest.ExitCode.OK
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        test_tinynet="import pytest\n@pytest.mark.cpu\ndef test_cpu_only(tweak): pass\n"
+    )
+    result = run_suite("--tweak-device=xpu")
+    result.assert_outcomes(skipped=1)
+    assert result.ret == pytest.ExitCode.OK
+
+
 @pytest.mark.skipif(_cuda_available(), reason="checks the skip on a machine without cuda")
 def test_cuda_cases_skip_without_cuda(pytester: pytest.Pytester, run_suite) -> None:
     pytester.makepyfile(
@@ -176,7 +208,7 @@ def test_cuda_cases_skip_without_cuda(pytester: pytest.Pytester, run_suite) -> N
         def test_cuda_only(tweak): raise AssertionError("must not run")
     """
     )
-    result = run_suite("--tweak-device=cuda,xpu", "-rs")
+    result = run_suite("--tweak-device=cuda,xpu", "-rs", "--tweak-allow-missing-device")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(
         [
@@ -404,7 +436,7 @@ def test_failing_test_is_not_saved_as_a_baseline(pytester: pytest.Pytester, run_
     assert _baseline(pytester.path / "tweak-baselines.json") == {}
 
 
-def test_a_broken_baseline_entry_is_named_skipped_and_kept_while_the_others_gate(
+def test_a_broken_baseline_entry_fails_its_case_naming_the_repair_and_is_kept(
     pytester: pytest.Pytester, run_suite
 ) -> None:
     pytester.makepyfile(test_changing=CHANGING_SUITE)
@@ -413,27 +445,37 @@ def test_a_broken_baseline_entry_is_named_skipped_and_kept_while_the_others_gate
     data = json.loads(path.read_text())
     broken = {"runs": "lost in a bad merge"}
     data["cases"]["test_changing.py::test_speed[cpu-default]"] = broken
+    data["cases"]["test_changing.py::test_control[cpu-default]"]["graph_breaks"] = "0"
     data["cases"]["gone.py::test_old[cpu-default]"] = [1, 2]
     path.write_text(json.dumps(data))
+    before = path.read_bytes()
 
+    # -W error: the project's own setting; a broken entry is a failure, never INTERNALERROR
+    pytester.makeini(WARNINGS_AS_ERRORS_INI)
     result = run_suite("-k", "control or speed", "--tweak-threshold=200")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(failed=2)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*TweakWarning: pytest-tweak: baseline file *tweak-baselines.json: entry "
-            "'test_changing.py::test_speed[[]cpu-default[]]' skipped (case *: 'runs' must be a "
-            "non-empty list of runs)*",
-            "*test_control*cpu*default*unchanged",
-            "*test_speed*cpu*default*new",
-            "pytest-tweak: 2 unreadable entries in *tweak-baselines.json skipped: "
-            "gone.py::test_old[[]cpu-default[]], test_changing.py::test_speed[[]cpu-default[]]",
+            "*pytest-tweak: test_changing.py::test_control[[]cpu-default[]]: its entry in "
+            f"baseline file {path} cannot be read, so the case has no gate: case *: "
+            "'graph_breaks' must be an integer >= 0, got '0'. The file is left as it is. Repair "
+            f"the entry by hand (`python -m pytest_tweak show {path}` lists every unreadable "
+            "entry)*--tweak-save (which replaces only this entry).",
+            "pytest-tweak: 3 unreadable entries in *tweak-baselines.json skipped: "
+            "gone.py::test_old[[]cpu-default[]], test_changing.py::test_control[[]cpu-default[]], "
+            "test_changing.py::test_speed[[]cpu-default[]]",
         ]
     )
-    # a save keeps the unreadable entry it did not record anew, byte for byte
+    result.stdout.no_fnmatch_line("*not used at all*")
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert path.read_bytes() == before
+    # a save keeps the unreadable entries it does not record anew, and replaces the one it does
     run_suite("--tweak-save", "-k", "control").assert_outcomes(passed=1)
     cases = _baseline(path)
     assert cases["test_changing.py::test_speed[cpu-default]"] == broken
     assert cases["gone.py::test_old[cpu-default]"] == [1, 2]
+    assert cases["test_changing.py::test_control[cpu-default]"]["graph_breaks"] == 0
 
 
 @pytest.mark.parametrize("save", [False, True])
@@ -474,8 +516,12 @@ def test_config_that_fails_to_compile_fails_only_its_test(
         def test_other(tweak):
             tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
     """)
-    result = run_suite("-rf")
+    # warnings as errors: the failed case must not add pytest-benchmark's "fixture was not
+    # used at all" (an error at teardown); pytest_tweak.TweakWarning is importable by name
+    pytester.makeini(WARNINGS_AS_ERRORS_INI)
+    result = run_suite("-rf", "-W", "error::pytest_tweak.TweakWarning")
     result.assert_outcomes(passed=2, failed=1)
+    result.stdout.no_fnmatch_line("*not used at all*")
     result.stdout.fnmatch_lines(["FAILED *test_model[[]cpu-fullgraph[]]*"])
     result.stdout.fnmatch_lines(["pytest-tweak: inductor-fullgraph on cpu: Unsupported: *"])
     result.stdout.fnmatch_lines(['*print("", end="")*'])
@@ -643,7 +689,7 @@ def test_ini_twins_set_device_threshold_baseline_and_save(
     result = run_suite()
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        ["tweak: devices=cpu, baseline=*perf/baselines.json, threshold=cpu=40%, *save=yes*"]
+        ["tweak: devices=cpu, baseline=perf/baselines.json, save, threshold=cpu=40%, *"]
     )
     assert list(_baseline(pytester.path / "perf" / "baselines.json")) == [
         "test_ini_twins_set_device_threshold_baseline_and_save.py::test_lin[cpu-default]"
@@ -789,3 +835,12 @@ def test_fast_and_absolute_and_eager_off_are_honoured(pytester: pytest.Pytester)
     result.stdout.fnmatch_lines(
         ["tweak: *metric=absolute*max-time=0.3s, min-rounds=5, precision=3%, eager=off*"]
     )
+
+
+def test_the_readme_quick_start_runs_as_written(pytester: pytest.Pytester, run_suite) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    quick_start = readme.split("## Quick start", 1)[1]
+    code = quick_start.split("```python\n", 1)[1].split("```", 1)[0]
+    pytester.makepyfile(test_tinynet=code)
+    result = run_suite("--tweak-device=cpu", "-k", "default")
+    result.assert_outcomes(passed=1, deselected=2)

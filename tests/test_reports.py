@@ -212,7 +212,10 @@ def test_markdown_puts_the_regressed_test_first_with_its_table_and_problems() ->
     text = markdown_report(_cases())
     lines = text.splitlines()
     assert lines[0] == "## pytest-tweak"
-    assert "**5 case(s)** in 2 test(s), 1 failed: 4 new, 1 regressed" in text
+    assert (
+        "5 case(s) in 2 test(s); failed: 1 case(s) in 1 test(s); verdicts: 4 new, 1 regressed"
+        in text
+    )
     slow = lines.index("### ❌ `test_m.py::test_slow`: regressed")
     fine = lines.index("### ✅ `test_m.py::test_fine`: new")
     assert slow < fine
@@ -438,7 +441,7 @@ def test_a_run_writes_every_report(
     }
 
     markdown = (out / "report.md").read_text()
-    assert "**3 case(s)** in 2 test(s), 0 failed: 3 new" in markdown
+    assert "3 case(s) in 2 test(s); none failed; verdicts: 3 new" in markdown
     assert "| `inductor:static` | cpu | " in markdown
     assert step_summary.read_text() == "earlier step\n" + markdown
 

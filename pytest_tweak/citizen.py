@@ -1,0 +1,93 @@
+"""How pytest-tweak shares a pytest session with suites that never use it.
+
+A plugin is loaded into every suite of its environment, so its names must not capture suites
+that have their own: the ``tweak`` name is pytest-tweak's only where the ``tweak`` fixture a
+test sees is pytest-tweak's, and the generic device markers (``cpu``, ``cuda``, ``xpu``) are
+registered only in sessions that use pytest-tweak and only when the suite has not registered
+them itself.
+
+pytest has no public API for "which fixture of this name does this node see"; the two private
+reads it takes (`Metafunc._arg2fixturedefs`, `FixtureManager.getfixturedefs`) are here, and
+nowhere else, with a test (``tests/test_coexistence.py``) that fails when pytest changes them.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = [
+    "DEVICE_MARKERS",
+    "is_own_tweak",
+    "mentions_tweak",
+    "register_device_markers",
+    "registered_markers",
+    "sees_own_tweak",
+]
+
+#: The device markers of the SPEC: ``@pytest.mark.cpu`` etc. say which devices a test supports.
+DEVICE_MARKERS = ("cpu", "cuda", "xpu")
+
+#: A file that may use pytest-tweak: it names the ``tweak`` fixture or imports pytest_tweak.
+_MENTION = re.compile(rb"\btweak\b|\bpytest_tweak\b")
+
+
+def _is_ours(fixturedef: Any) -> bool:
+    func = getattr(fixturedef, "func", None)
+    return (
+        getattr(func, "__module__", None) == "pytest_tweak.plugin"
+        and getattr(func, "__name__", None) == "tweak"
+    )
+
+
+def is_own_tweak(metafunc: pytest.Metafunc) -> bool:
+    """Whether the ``tweak`` the test requests is pytest-tweak's fixture: not the suite's own
+    ``tweak`` fixture, and not a ``@pytest.mark.parametrize("tweak", ...)`` argument."""
+    if "tweak" not in metafunc.fixturenames:
+        return False
+    # the closest definition wins; a directly parametrized name has none (or pytest's own)
+    fixturedefs = metafunc._arg2fixturedefs.get("tweak") or ()
+    return bool(fixturedefs) and _is_ours(fixturedefs[-1])
+
+
+def sees_own_tweak(node: pytest.Collector) -> bool:
+    """Whether the ``tweak`` fixture visible at ``node`` is pytest-tweak's (and not one the
+    suite defines in a conftest or plugin)."""
+    manager: Any = node.session._fixturemanager
+    try:
+        fixturedefs = manager.getfixturedefs("tweak", node)
+    except (TypeError, AttributeError):  # pytest 8.0 takes the node id
+        fixturedefs = manager.getfixturedefs("tweak", node.nodeid)
+    return bool(fixturedefs) and _is_ours(fixturedefs[-1])
+
+
+def mentions_tweak(path: Path) -> bool:
+    """Whether the file at ``path`` names ``tweak`` or ``pytest_tweak`` (read as bytes: a
+    file that cannot be read is left to pytest to report)."""
+    try:
+        return _MENTION.search(path.read_bytes()) is not None
+    except OSError:
+        return False
+
+
+def registered_markers(config: pytest.Config) -> set[str]:
+    """The names of the markers registered so far (ini ``markers`` lines and plugins')."""
+    lines: list[str] = config.getini("markers")
+    return {line.split(":")[0].split("(")[0].strip() for line in lines}
+
+
+def register_device_markers(config: pytest.Config) -> None:
+    """Register the device markers the suite has not registered itself (so ``--markers``
+    lists each once, with the suite's own text where it has one)."""
+    known = registered_markers(config)
+    for device in DEVICE_MARKERS:
+        if device not in known:
+            config.addinivalue_line(
+                "markers",
+                f"{device}: the test supports the {device} device; tests with no device marker "
+                "support every device (pytest-tweak; registered in sessions that use the "
+                "tweak fixture)",
+            )

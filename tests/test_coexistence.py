@@ -1,0 +1,176 @@
+"""pytest-tweak as a good citizen: installed, it is loaded into every suite of the environment,
+so a suite that never uses it must run exactly as it does with ``-p no:tweak``.
+
+The suite below is a faithful slice of what other projects' suites do: a plugin tested with
+pytester's ``getitem``/``getmodulecol`` (pytest-xdist's and pytest-benchmark's own suites do),
+a ``tweak`` fixture of its own and ``@pytest.mark.parametrize("tweak", ...)``, its own
+``cuda`` marker, a ``tweak-baselines.json`` of another tool in the rootdir, doctests, run
+under ``--strict-markers -W error``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+OTHER_CONFTEST = """
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a GPU (this project's own marker)")
+
+
+@pytest.fixture
+def tweak():
+    return {"knob": 3}
+"""
+
+OTHER_TESTS = '''
+import sys
+
+import pytest
+
+
+def helper():
+    """A doctest of the project.
+
+    >>> helper()
+    42
+    """
+    return 42
+
+
+def test_own_tweak_fixture(tweak):
+    assert tweak == {"knob": 3}
+
+
+@pytest.mark.parametrize("tweak", [1, 2])
+def test_tweak_parametrized_by_hand(tweak):
+    assert tweak in (1, 2)
+
+
+@pytest.mark.cuda
+def test_own_cuda_marker():
+    pass
+
+
+def test_torch_is_not_imported():
+    assert "torch" not in sys.modules
+
+
+def test_plugin_helper_getitem(pytester):
+    item = pytester.getitem("def test_func(): pass")
+    assert item.name == "test_func"
+
+
+def test_plugin_helper_getmodulecol(pytester):
+    module = pytester.getmodulecol("def test_a(): pass\\ndef test_b(): pass")
+    assert [i.name for i in module.collect()] == ["test_a", "test_b"]
+
+
+def test_an_inner_run(pytester):
+    pytester.makepyfile("def test_inner(): pass")
+    pytester.runpytest().assert_outcomes(passed=1)
+'''
+
+#: pytest's strict checks, the way projects that care run them.
+STRICT = ("--strict-markers", "-W", "error", "-p", "pytester", "-p", "no:cacheprovider")
+
+
+def _normalized(text: str) -> list[str]:
+    """A run's output without what differs between any two runs (times, plugin list)."""
+    lines = []
+    for line in text.splitlines():
+        if line.startswith(("plugins:", "rootdir:", "platform ", "cachedir:")):
+            continue
+        lines.append(re.sub(r"\d+\.\d+s", "T", line).rstrip())
+    return lines
+
+
+def _other_project(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(OTHER_CONFTEST)
+    pytester.makepyfile(test_other=OTHER_TESTS)
+    # another tool's file that happens to carry pytest-tweak's default baseline name
+    pytester.path.joinpath("tweak-baselines.json").write_text('{"tweaks": ["not ours"]}')
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("-v", "--doctest-modules"), id="run"),
+        pytest.param(("--co", "-q"), id="collect-only"),
+        pytest.param(("--import-mode=importlib", "-v"), id="importlib"),
+        pytest.param(("-n", "2", "-q"), id="xdist"),
+    ],
+)
+def test_another_projects_suite_runs_as_without_pytest_tweak(
+    pytester: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    _other_project(pytester)
+    # the file named: each run leaves its inner pytester runs' files below this folder
+    without = pytester.runpytest_subprocess(*STRICT, "-p", "no:tweak", *args, "test_other.py")
+    with_tweak = pytester.runpytest_subprocess(*STRICT, *args, "test_other.py")
+    assert without.ret == pytest.ExitCode.OK, without.stdout.str()
+    assert with_tweak.ret == without.ret
+    if args[0] != "-n":  # xdist reports in the order the workers finish
+        assert _normalized(with_tweak.stdout.str()) == _normalized(without.stdout.str())
+    else:
+        with_tweak.assert_outcomes(passed=8)
+    assert with_tweak.stderr.str() == without.stderr.str()
+
+
+def test_its_markers_are_listed_once_and_its_typos_stay_errors(pytester: pytest.Pytester) -> None:
+    _other_project(pytester)
+    markers = pytester.runpytest_subprocess("--markers")
+    assert [line for line in markers.stdout.lines if line.startswith("@pytest.mark.cuda")] == [
+        "@pytest.mark.cuda: needs a GPU (this project's own marker)"
+    ]
+    pytester.makepyfile(
+        test_typo="""
+        import pytest
+
+        @pytest.mark.xpu   # never registered by this project
+        def test_x(): pass
+        """
+    )
+    without = pytester.runpytest_subprocess(*STRICT, "-p", "no:tweak", "test_typo.py")
+    with_tweak = pytester.runpytest_subprocess(*STRICT, "test_typo.py")
+    assert without.ret == with_tweak.ret == pytest.ExitCode.INTERRUPTED
+    with_tweak.stdout.fnmatch_lines(["*'xpu' not found in `markers` configuration option*"])
+
+
+def test_its_help_is_one_block_of_options_with_one_line_per_ini_twin(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every suite's ``pytest --help`` carries pytest-tweak's options: once, not twice."""
+    without = pytester.runpytest_subprocess("--help", "-p", "no:tweak").stdout.lines
+    with_tweak = pytester.runpytest_subprocess("--help").stdout.lines
+    assert len(with_tweak) - len(without) < 180
+    twins = [line for line in with_tweak if line.strip().startswith("tweak_")]
+    assert len(twins) >= 25
+    assert all(re.fullmatch(r"\s*tweak_\w+ \((string|bool)\):.*", line) for line in twins)
+    assert any("--tweak-device as an ini key" in line for line in with_tweak)
+
+
+def test_the_settings_line_comes_where_tweak_is_used_and_is_short(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_perf="def test_x(tweak): pass", test_plain="def test_y(): pass")
+    result = pytester.runpytest_subprocess("--co", "-p", "no:cacheprovider", "test_perf.py")
+    result.stdout.fnmatch_lines(
+        ["collected 1 item", "tweak: devices=cpu, baseline=tweak-baselines.json"]
+    )
+    # no tweak option given, no tweak test collected: nothing of pytest-tweak's
+    result = pytester.runpytest_subprocess("--co", "-p", "no:cacheprovider", "test_plain.py")
+    assert not [line for line in result.stdout.lines if line.startswith("tweak")]
+    # an option given: in the header, with what differs from the defaults only
+    result = pytester.runpytest_subprocess(
+        "--co", "-p", "no:cacheprovider", "--tweak-threshold=10", "test_plain.py"
+    )
+    result.stdout.fnmatch_lines(
+        ["platform *", "tweak: devices=cpu, baseline=tweak-baselines.json, threshold=cpu=10%"]
+    )
