@@ -21,10 +21,12 @@ from .counters import (
     BreakReason,
     CacheUse,
     CompileTimes,
+    GraphBreakLog,
     Recompile,
     cold_caches,
     read_counts,
     reset_dynamo,
+    watch_graph_breaks,
 )
 from .devices import make_synchronizer, release_memory, to_device
 from .measure import CaseChecks, Instruments, Measurement, MeasureSettings, measure
@@ -114,8 +116,10 @@ class BenchmarkResult:
         host_bound: The device sat idle waiting for launches in some samples.
         warmup_stable: Warm-up ended because the timings settled (not at its time cap).
         phases: Seconds spent compiling, warming up and sampling.
-        graph_breaks: Distinct graph breaks (reason and location) dynamo met.
-        break_reasons: Those breaks, each with its reason and the user's source line.
+        graph_breaks: Graph breaks: the distinct sites (file, line) where dynamo ended a graph
+            or skipped a frame, as ``TORCH_LOGS=graph_breaks`` logs them.
+        break_reasons: Those breaks, each with its reason, source line, how often dynamo met
+            it, and torch's id, explanation, hint and link where torch gives them.
         recompiles: Frame compiles that were recompiles (a guard failed).
         recompile_reasons: The failed guard of each recompile.
         recompile_limit_hit: Dynamo reached its recompile limit and ran a frame in eager.
@@ -249,8 +253,9 @@ def run_case(
     failure: str | None = None
     accuracy: Accuracy | None = None
     memory: tuple[int | None, int | None] = (None, None)
+    graph_breaks = GraphBreakLog()
     try:
-        with _torch_threads(threads):
+        with _torch_threads(threads), watch_graph_breaks(graph_breaks):
             compiled = backend.compile(model, device)
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:
@@ -282,7 +287,7 @@ def run_case(
     nan = _nan_problem(output)
     if nan is not None:
         raise CaseError(f"{backend.name} on {device}: {nan}")
-    counts = read_counts()
+    counts = read_counts(graph_breaks)
     if measurement is None:
         figures = _no_figures(compile_time_s, move_s)
     else:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
+from torch.torch_version import TorchVersion
 
 # Models with known breaks and recompiles; line numbers are asserted below.
 BREAKS_SUITE = """\
@@ -42,7 +44,7 @@ def test_no_breaks(tweak, model_type):
     tweak.benchmark(model_type(), torch.ones(8))
 
 @pytest.mark.parametrize("model_type", [Branch, Item, Printing, Builtin])
-def test_counts_equal_explain(tweak, model_type):
+def test_one_break_as_explain_counts_it(tweak, model_type):
     x = torch.ones(8)
     result = tweak.benchmark(model_type(), x)
     torch._dynamo.reset()
@@ -58,11 +60,17 @@ def test_graph_break_reasons_point_at_the_user_lines_and_limits_fail_without_a_b
     pytester.makepyfile(test_breaks=BREAKS_SUITE)
     result = run_suite("-rf")
     result.assert_outcomes(passed=4, failed=4)
-    for name, line, code, reason in [
-        ("Branch", 5, "if x.sum() > 0:", "Data-dependent branching: Python control flow on*"),
-        ("Item", 11, "return x * x.sum().item()", "Unsupported Tensor.item() call*"),
-        ("Printing", 16, 'print("", end="")', "Failed to trace builtin operator"),
-        ("Builtin", 22, "dir(x)", "Failed to trace builtin operator"),
+    for name, line, code, reason, hint in [
+        ("Branch", 5, "if x.sum() > 0:", "Data-dependent branching", "For the common pattern*"),
+        (
+            "Item",
+            11,
+            "return x * x.sum().item()",
+            "Unsupported Tensor.item() call*",
+            "Set `torch._dynamo.config.capture_scalar_outputs = True`*",
+        ),
+        ("Printing", 16, 'print("", end="")', "Failed to trace builtin operator", "Avoid *print*"),
+        ("Builtin", 22, "dir(x)", "Failed to trace builtin operator", "Avoid *dir*"),
     ]:
         result.stdout.fnmatch_lines(
             [
@@ -71,6 +79,18 @@ def test_graph_break_reasons_point_at_the_user_lines_and_limits_fail_without_a_b
                 "  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)",
                 "  graph breaks (1):",
                 f"    test_breaks.py:{line} `{code}`: {reason}",
+                # torch's explanation (with its registry id on torch >= 2.13) and first hint
+                "      *",
+                f"      hint: {hint}",
+            ]
+        )
+    if TorchVersion(torch.__version__) >= (2, 13):
+        result.stdout.fnmatch_lines(
+            [
+                "    test_breaks.py:11 `return x * x.sum().item()`: Unsupported Tensor.item() *",
+                "      gb0124 *",
+                "      hint: *",
+                "      see https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html",
             ]
         )
     result.stdout.fnmatch_lines(["test_breaks.py::test_no_breaks *cpu*default*1*failed"])
