@@ -29,6 +29,7 @@ from .counters import (
     watch_graph_breaks,
 )
 from .devices import make_synchronizer, release_memory, to_device
+from .logs import quiet_trace_log
 from .measure import CaseChecks, Instruments, Measurement, MeasureSettings, measure
 from .memory import peak_memory
 from .stats import Summary
@@ -172,6 +173,7 @@ class BenchmarkResult:
     input_sets: int = 1
 
 
+@quiet_trace_log()
 def run_case(
     model: Callable[..., Any],
     args: Sequence[Any],
@@ -195,6 +197,7 @@ def run_case(
     Dynamo is reset first, so the counts and compiled code of an earlier case never leak into
     this one. Graph breaks and recompiles are counted over the whole case: the compiling call,
     the warm-up and the timed samples (the eager and reference companions do not compile).
+    torch's structured-trace records stay out of pytest's log capture while the case runs.
 
     With ``inputs``, ``args`` is ignored and one call runs the model on every input set in
     turn: each element of ``inputs`` is a tuple of positional arguments, or else the one

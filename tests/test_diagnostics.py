@@ -423,3 +423,53 @@ def test_the_first_case_of_a_process_does_not_pay_the_compilers_start_up(
     # without the warm-up, the first compile of a process took 1.0 s against the second's
     # 0.14 s here (and ~3 s under load); with it, 0.16 s and 0.15 s
     assert first["compile_time_s"] < 3 * second["compile_time_s"] + 0.3
+
+
+QUIET_SUITE = """\
+import pytest, torch
+
+class Item(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.a(x)
+        return y * y.sum().item()
+
+@pytest.mark.tweak_limits(graph_breaks=0)
+def test_gated(tweak):
+    tweak.benchmark(Item().eval(), torch.randn(4, 16))
+"""
+
+
+def test_a_failing_case_shows_the_verdict_first_and_no_torch_trace_records(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_quiet=QUIET_SUITE)
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    lines = result.stdout.lines
+    start = lines.index(
+        next(line for line in lines if line.startswith("____") and "test_gated" in line)
+    )
+    assert lines[start + 1 : start + 5] == [
+        "pytest-tweak: test_quiet.py::test_gated[cpu-default] failed, whatever its speed:",
+        "  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)",
+        "  graph breaks (1):",
+        "    test_quiet.py:10 `return y * y.sum().item()`: Unsupported Tensor.item() call with "
+        "capture_scalar_outputs=False",
+    ]
+    # torch's structured-trace logger (always at DEBUG) no longer reaches pytest's log capture
+    assert "torch.__trace" not in result.stdout.str()
+
+
+def test_torch_trace_still_writes_its_files_for_users_who_set_it(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_quiet=QUIET_SUITE)
+    trace_dir = pytester.path / "trace"
+    monkeypatch.setenv("TORCH_TRACE", str(trace_dir))
+    run_suite().assert_outcomes(failed=1)
+    written = "".join(path.read_text() for path in trace_dir.glob("*.log"))
+    assert '"dynamo_graph_break_reason"' in written and "test_quiet.py" in written
