@@ -51,6 +51,7 @@ __all__ = [
     "cold_caches",
     "graph_break_loggers",
     "known_log_artifacts",
+    "logged_break",
     "read_counts",
     "recompile_limit",
     "reset_dynamo",
