@@ -142,12 +142,12 @@ class GraphBreakLog(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.DEBUG)
         self._sites: dict[tuple[str | None, int | None], BreakReason] = {}
-        self._seen: set[int] = set()
+        self._last: logging.LogRecord | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if id(record) in self._seen:  # a record passing two of the loggers watched
+        if record is self._last:  # one record handled twice (a watched logger's ancestor)
             return
-        self._seen.add(id(record))
+        self._last = record
         try:
             found = logged_break(record.getMessage(), record.exc_info)
         except Exception:  # never fail a case over a record this torch words differently
