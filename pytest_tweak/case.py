@@ -21,13 +21,16 @@ from .counters import (
     BreakReason,
     CacheUse,
     CompileTimes,
+    GraphBreakLog,
     Recompile,
     cold_caches,
     cudagraph_skips,
     read_counts,
     reset_dynamo,
+    watch_graph_breaks,
 )
 from .devices import make_synchronizer, release_memory, to_device
+from .logs import quiet_trace_log
 from .measure import (
     HOST_REFERENCE,
     REFERENCE,
@@ -126,8 +129,10 @@ class BenchmarkResult:
             queued the calls in some samples (their device time may hold idle gaps).
         warmup_stable: Warm-up ended because the timings settled (not at its time cap).
         phases: Seconds spent compiling, warming up and sampling.
-        graph_breaks: Distinct graph breaks (reason and location) dynamo met.
-        break_reasons: Those breaks, each with its reason and the user's source line.
+        graph_breaks: Graph breaks: the distinct sites (file, line) where dynamo ended a graph
+            or skipped a frame, as ``TORCH_LOGS=graph_breaks`` logs them.
+        break_reasons: Those breaks, each with its reason, source line, how often dynamo met
+            it, and torch's id, explanation, hint and link where torch gives them.
         recompiles: Frame compiles that were recompiles (a guard failed).
         recompile_reasons: The failed guard of each recompile.
         recompile_limit_hit: Dynamo reached its recompile limit and ran a frame in eager.
@@ -205,6 +210,7 @@ class BenchmarkResult:
         return overhead / self.median_s
 
 
+@quiet_trace_log()
 def run_case(
     model: Callable[..., Any],
     args: Sequence[Any],
@@ -228,6 +234,7 @@ def run_case(
     Dynamo is reset first, so the counts and compiled code of an earlier case never leak into
     this one. Graph breaks and recompiles are counted over the whole case: the compiling call,
     the warm-up and the timed samples (the eager and reference companions do not compile).
+    torch's structured-trace records stay out of pytest's log capture while the case runs.
 
     With ``inputs``, ``args`` is ignored and one call runs the model on every input set in
     turn: each element of ``inputs`` is a tuple of positional arguments, or else the one
@@ -292,8 +299,13 @@ def run_case(
     failure: str | None = None
     accuracy: Accuracy | None = None
     memory: tuple[int | None, int | None] = (None, None)
+    graph_breaks = GraphBreakLog()
     try:
-        with _torch_threads(threads), cudagraph_skips() as skips:
+        with (
+            _torch_threads(threads),
+            cudagraph_skips() as skips,
+            watch_graph_breaks(graph_breaks),
+        ):
             compiled = backend.compile(model, device)
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:
@@ -325,7 +337,7 @@ def run_case(
     nan = _nan_problem(output)
     if nan is not None:
         raise CaseError(f"{backend.name} on {device}: {nan}")
-    counts = read_counts()
+    counts = read_counts(graph_breaks)
     if measurement is None:
         figures = _no_figures(compile_time_s, move_s)
     else:

@@ -3,9 +3,16 @@
 This is the one module that touches dynamo's private state; ``tests/test_counters.py`` fails
 loudly when a torch release moves any of it. What it relies on (see TORCH_NOTES.md):
 
-- ``torch._dynamo.utils.graph_break_reasons``: every graph break, data-dependent branches
-  included (``counters["graph_break"]`` misses those). Breaks are recorded again on each
-  recompile of a frame, so they are counted once per (reason, location).
+- The ``graph_breaks`` logging artifact (``TORCH_LOGS=graph_breaks``): dynamo logs each graph
+  break it meets, in a frame that compiled a graph or in one that compiled none, as "Graph
+  break in user code at FILE:LINE" with its reason (and on recent torch the graph-break type,
+  explanation, hints and a ``gbNNNN`` documentation link). `watch_graph_breaks` turns the
+  artifact's loggers (found through ``torch._logging._internal.log_registry``) on for a case
+  and reads their records; the records go nowhere else unless the user asked for them.
+  ``torch._dynamo.utils.graph_break_reasons`` is not used: in torch 2.13 a
+  ``GraphCompileReason`` adds itself there when it is built, provisional reasons and a graph's
+  own compile reason (``step_unsupported``, ``generic_jump``) included, and a frame that
+  compiled no graph adds nothing.
 - ``torch._dynamo.utils.get_compilation_metrics()``: one entry per frame compile; an entry
   with a ``recompile_reason`` is a recompile (dynamo has no recompile counter).
 - ``torch._dynamo.reset()`` does not clear ``counters`` or the compilation metrics:
@@ -15,15 +22,18 @@ loudly when a torch release moves any of it. What it relies on (see TORCH_NOTES.
   tracing and guard building. ``counters["inductor"]["fxgraph_cache_hit" | "_miss"]`` say
   whether inductor's FX-graph cache served the compiled graphs.
 - ``torch._inductor.utils.fresh_cache()``: a temporary, empty cache for a cold compile.
-- ``torch._logging._internal.log_registry.artifact_names``: the ``TORCH_LOGS`` artifacts.
+- ``torch._logging._internal.log_registry``: the ``TORCH_LOGS`` artifact names and the names
+  of each artifact's loggers.
 """
 
 from __future__ import annotations
 
 import contextlib
+import linecache
+import logging
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,21 +46,39 @@ __all__ = [
     "CacheUse",
     "CompileCounts",
     "CompileTimes",
+    "GraphBreakLog",
     "Recompile",
     "cold_caches",
+    "graph_break_loggers",
     "known_log_artifacts",
+    "logged_break",
     "read_counts",
     "recompile_limit",
     "reset_dynamo",
+    "watch_graph_breaks",
 ]
 
 
 @dataclass(frozen=True)
 class BreakReason:
-    """One graph break: why, and where in the user's code.
+    """One graph break: a site (file, line) where dynamo ended a graph or skipped a frame, as
+    ``TORCH_LOGS=graph_breaks`` logs it.
 
-    ``count`` is how often dynamo met it: once per compile of its frame (recompiles meet it
-    again), so a count above 1 means the frame was compiled that many times.
+    Attributes:
+        reason: What dynamo could not trace: torch's graph-break type (``Unsupported
+            Tensor.item() call with capture_scalar_outputs=False``) where the installed torch
+            gives one, else the first line of the logged reason.
+        filename: The site's file; ``None`` when torch named none.
+        lineno: The site's line.
+        line: The source text at the site, when the file can be read.
+        count: How often dynamo met the break: once per traced frame that reached it. A
+            break in a function called from several compiled frames (nested calls, the
+            frames resumed after an earlier break, recompiles) is met once by each.
+        gb_id: torch's graph-break registry id (``gb0291``); ``None`` where the installed
+            torch has no registry entry for it (older torch: always).
+        explanation: torch's explanation of the break, on one line.
+        hint: torch's first hint on what to do about it.
+        link: The documentation page of ``gb_id``.
     """
 
     reason: str
@@ -58,30 +86,41 @@ class BreakReason:
     lineno: int | None = None
     line: str | None = None
     count: int = 1
+    gb_id: str | None = None
+    explanation: str | None = None
+    hint: str | None = None
+    link: str | None = None
 
     @property
     def location(self) -> str:
-        """``file:line`` of the innermost user frame (relative to the working directory when
-        inside it), or ``<unknown>``."""
+        """``file:line`` of the site (relative to the working directory when inside it), or
+        ``<unknown>``."""
         if self.filename is None:
             return "<unknown>"
         return f"{_short_path(self.filename)}:{self.lineno}"
 
     @property
     def summary(self) -> str:
-        """The first line of the reason, with dynamo's internal wording for a branch on a
-        tensor's value (``generic_jump TensorVariable()``) said in words."""
-        if not self.reason.strip():
-            return "<no reason>"
-        first = self.reason.strip().splitlines()[0]
-        if first.startswith("generic_jump"):
-            return f"Data-dependent branching: Python control flow on a tensor's value ({first})"
-        return first
+        """The first line of the reason."""
+        first = self.reason.strip().splitlines()
+        return first[0] if first else "<no reason>"
 
     def __str__(self) -> str:
         code = f" `{self.line.strip()}`" if self.line else ""
         times = f" (x{self.count})" if self.count > 1 else ""
         return f"{self.location}{code}: {self.summary}{times}"
+
+    def advice(self) -> list[str]:
+        """torch's own words on the break, one line each: the id with the explanation, the
+        first hint, the documentation link; empty where torch gives none."""
+        lines = []
+        if self.explanation or self.gb_id:
+            lines.append(" ".join(p for p in (self.gb_id, self.explanation) if p))
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        if self.link:
+            lines.append(f"see {self.link}")
+        return lines
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -90,7 +129,157 @@ class BreakReason:
             "lineno": self.lineno,
             "line": self.line,
             "count": self.count,
+            "gb_id": self.gb_id,
+            "explanation": self.explanation,
+            "hint": self.hint,
+            "link": self.link,
         }
+
+
+class GraphBreakLog(logging.Handler):
+    """The graph breaks dynamo logs while `watch_graph_breaks` is active, one per site."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self._sites: dict[tuple[str | None, int | None], BreakReason] = {}
+        self._last: logging.LogRecord | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record is self._last:  # one record handled twice (a watched logger's ancestor)
+            return
+        self._last = record
+        try:
+            found = logged_break(record.getMessage(), record.exc_info)
+        except Exception:  # never fail a case over a record this torch words differently
+            return
+        if found is None:
+            return
+        key = (found.filename, found.lineno)
+        known = self._sites.get(key)
+        self._sites[key] = found if known is None else replace(known, count=known.count + 1)
+
+    def breaks(self) -> tuple[BreakReason, ...]:
+        """The distinct sites, in the order dynamo first met them."""
+        return tuple(self._sites.values())
+
+
+@contextlib.contextmanager
+def watch_graph_breaks(into: GraphBreakLog | None = None) -> Iterator[GraphBreakLog]:
+    """Read the graph breaks dynamo logs to the ``graph_breaks`` artifact while active, into
+    ``into`` (a new `GraphBreakLog` by default).
+
+    The artifact's loggers are turned on for the duration when they are off, and then send
+    their records nowhere else; when the user turned them on (``TORCH_LOGS``,
+    ``--tweak-logs``), their output is left as it is. Levels and handlers are restored
+    afterwards.
+    """
+    watch = GraphBreakLog() if into is None else into
+    saved = []
+    for logger in graph_break_loggers():
+        saved.append((logger, logger.level, logger.propagate))
+        if not logger.isEnabledFor(logging.DEBUG):
+            logger.setLevel(logging.DEBUG)
+            logger.propagate = False
+        logger.addHandler(watch)
+    try:
+        yield watch
+    finally:
+        for logger, level, propagate in saved:
+            logger.removeHandler(watch)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+def graph_break_loggers() -> list[logging.Logger]:
+    """The loggers of the ``graph_breaks`` artifact (dynamo's ``symbolic_convert``,
+    ``convert_frame``, ...), as torch registered them."""
+    # importing them registers the artifact's loggers
+    import torch._dynamo.convert_frame
+    import torch._dynamo.symbolic_convert  # noqa: F401
+    from torch._logging._internal import log_registry
+
+    known: set[str] = log_registry.get_artifact_log_qnames()  # type: ignore[no-untyped-call]
+    names = sorted(n for n in known if n.endswith(_ARTIFACT))
+    return [logging.getLogger(name) for name in names]
+
+
+_ARTIFACT = ".__graph_breaks"
+# "Graph break in user code at F:L", "Graph break (user stack suppressed due to duplicate
+# graph break) in user code at F:L" (2.13), "Graph break (details suppressed) ..." (older)
+_SITE = re.compile(r"Graph break(?: \([^)\n]*\))? in user code at (?P<file>.+):(?P<line>\d+)\n")
+_REASON = re.compile(r"^(?:Graph Break )?Reason: ", re.MULTILINE)
+_REASON_END = re.compile(
+    r"\n\s*\n(?:Stack variable source attribution|User code traceback)|\nUser code"
+)
+_SKIP = "Graph break: torch.compile cannot properly resume"
+_LINK = re.compile(r"https?://\S+?/(?P<id>gb\d+)\.html")
+
+
+def logged_break(message: str, exc_info: Any = None) -> BreakReason | None:
+    """The graph break one record of the ``graph_breaks`` artifact reports, or ``None`` for
+    a record that names no site.
+
+    Two wordings name a site: "Graph break ... in user code at FILE:LINE" followed by the
+    reason (a frame traced up to the break), and "Graph break: torch.compile cannot properly
+    resume ..." with the exception, whose stack ends at the site (a frame skipped).
+    """
+    site = _SITE.match(message + "\n")
+    if site is not None:
+        reason = _REASON.search(message, site.end() - 1)
+        text = "" if reason is None else message[reason.end() :]
+        end = _REASON_END.search(text)
+        text = text if end is None else text[: end.start()]
+        return _described(text, site["file"], int(site["line"]))
+    if message.startswith(_SKIP) and exc_info and len(exc_info) > 1:
+        exc = exc_info[1]
+        stack = list(getattr(exc, "real_stack", None) or [])
+        if not stack:
+            return None
+        frame = stack[-1]
+        text = str(getattr(exc, "msg", None) or exc)
+        return _described(text, getattr(frame, "filename", None), getattr(frame, "lineno", None))
+    return None
+
+
+def _described(text: str, filename: str | None, lineno: int | None) -> BreakReason:
+    """Split a logged reason into torch's graph-break type, explanation, first hint and
+    documentation link (recent torch), or keep its first line (older torch)."""
+    lines = text.splitlines()
+    source = linecache.getline(filename, lineno).strip() if filename and lineno else ""
+    at = next((i for i, line in enumerate(lines) if line.startswith(_EXPLANATION)), None)
+    if at is None:
+        first = next((line.strip() for line in lines if line.strip()), "")
+        return BreakReason(first or "<no reason>", filename, lineno, source or None)
+    # the type is the last unindented line above the explanation ("  Higher Order
+    # Operator: ..." may sit between them)
+    kind = next((line.strip() for line in reversed(lines[:at]) if not line.startswith(" ")), "")
+    hint_at = next((i for i in range(at + 1, len(lines)) if lines[i].startswith(_HINT)), None)
+    link = _LINK.search(text)
+    return BreakReason(
+        reason=kind or lines[at].strip(),
+        filename=filename,
+        lineno=lineno,
+        line=source or None,
+        gb_id=None if link is None else link["id"],
+        explanation=_paragraph(lines, at, _EXPLANATION),
+        hint=None if hint_at is None else _paragraph(lines, hint_at, _HINT),
+        link=None if link is None else link.group(0),
+    )
+
+
+_EXPLANATION = "  Explanation: "
+_HINT = "  Hint: "
+
+
+def _paragraph(lines: list[str], start: int, prefix: str) -> str:
+    """The text after ``prefix`` on ``lines[start]`` and its continuation lines (indented
+    deeper), on one line."""
+    parts = [lines[start][len(prefix) :]]
+    for line in lines[start + 1 :]:
+        if not line.startswith("    "):
+            break
+        parts.append(line)
+    return " ".join(" ".join(parts).split())
 
 
 @dataclass(frozen=True)
@@ -184,9 +373,10 @@ def recompile_limit() -> int:
     return int(value)
 
 
-def read_counts() -> CompileCounts:
-    """Count graph breaks, recompiles and graphs since the last `reset_dynamo`."""
-    breaks = _distinct_breaks(_dynamo_utils.graph_break_reasons)
+def read_counts(graph_breaks: GraphBreakLog) -> CompileCounts:
+    """Count graph breaks (those ``graph_breaks`` watched), and recompiles and graphs since
+    the last `reset_dynamo`."""
+    breaks = graph_breaks.breaks()
     metrics = list(_dynamo_utils.get_compilation_metrics())
     names = _frame_names(metrics)
     recompiles = tuple(
@@ -266,25 +456,6 @@ def known_log_artifacts() -> tuple[str, ...]:
     from torch._logging._internal import log_registry
 
     return tuple(sorted(log_registry.artifact_names))
-
-
-def _distinct_breaks(reasons: Iterable[Any]) -> tuple[BreakReason, ...]:
-    seen: dict[tuple[str, str | None, int | None], BreakReason] = {}
-    for compile_reason in reasons:
-        stack = list(getattr(compile_reason, "user_stack", None) or [])
-        frame = stack[-1] if stack else None
-        found = BreakReason(
-            reason=str(compile_reason.reason),
-            filename=getattr(frame, "filename", None),
-            lineno=getattr(frame, "lineno", None),
-            line=getattr(frame, "line", None),
-        )
-        # The same break recorded again by a recompile has the same location; a different
-        # break on the same line (rare) has another reason.
-        key = (found.summary, found.filename, found.lineno)
-        known = seen.get(key)
-        seen[key] = found if known is None else replace(known, count=known.count + 1)
-    return tuple(seen.values())
 
 
 def _short_path(filename: str) -> str:

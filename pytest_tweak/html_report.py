@@ -14,7 +14,14 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .report import case_reasons, counts_text, device_text, ordered_tests, overall_status
+from .report import (
+    break_text,
+    case_reasons,
+    counts_text,
+    device_text,
+    ordered_tests,
+    overall_status,
+)
 from .results import CaseResult, TuneRow, interval, suite_tuning
 from .verdict import format_bytes, format_seconds
 
@@ -413,7 +420,8 @@ def _problems(group: Sequence[CaseResult]) -> str:
         (case, text) for case in group for text in (*case.verdict.failures, *case.verdict.problems)
     ]
     notes = [(case, text) for case in group for text in case.verdict.notes]
-    reasons = [(case, text) for case in group for text in case_reasons(case)]
+    reasons = [(case, break_text(r), r.get("link")) for case in group for r in case.break_reasons]
+    reasons += [(case, text, None) for case in group for text in case_reasons(case)]
     out = []
     if problems:
         items = "".join(
@@ -423,11 +431,19 @@ def _problems(group: Sequence[CaseResult]) -> str:
         out.append(f'<ul class="problems">{items}</ul>')
     if notes or reasons:
         items = "".join(
-            f"<li><code>{escape(c.device)}-{escape(c.config_id)}</code>: {escape(t)}</li>"
-            for c, t in (*notes, *reasons)
+            f"<li><code>{escape(c.device)}-{escape(c.config_id)}</code>: "
+            f"{escape(t)}{_more(link)}</li>"
+            for c, t, link in (*((c, t, None) for c, t in notes), *reasons)
         )
         out.append(f'<ul class="notes">{items}</ul>')
     return "".join(out)
+
+
+def _more(link: object) -> str:
+    """A link to torch's page on a graph break (only an https address is linked)."""
+    if not isinstance(link, str) or not link.startswith("https://"):
+        return ""
+    return f' (<a href="{escape(link)}">more</a>)'
 
 
 def _tune_sentence(row: TuneRow) -> str:

@@ -15,7 +15,10 @@ import io
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["CapturedLogs", "capture_torch_logs"]
+__all__ = ["CapturedLogs", "capture_torch_logs", "quiet_trace_log"]
+
+#: torch's structured-trace logger (``TORCH_TRACE``), always at DEBUG.
+TRACE_LOGGER = "torch.__trace"
 
 
 class CapturedLogs:
@@ -80,3 +83,25 @@ def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
         set_logs()  # torch's default levels and handlers ...
         for logger, handlers in swapped:  # ... and exactly the handlers there were before
             logger.handlers = handlers
+
+
+@contextlib.contextmanager
+def quiet_trace_log() -> Iterator[None]:
+    """Keep torch's structured-trace records out of pytest's log capture while active.
+
+    pytest's log capture attaches its handlers to the root logger and to every logger that
+    does not propagate, torch's trace logger included; that logger is at DEBUG, so a failing
+    test that compiled shows hundreds of empty ``DEBUG torch.__trace`` lines, and torch builds
+    every trace payload for them. For the duration, the trace logger keeps only the handlers
+    it does not share with the root logger: torch's own (the ``TORCH_TRACE`` writer) stay.
+    """
+    trace = logging.getLogger(TRACE_LOGGER)
+    shared = set(logging.getLogger().handlers)
+    removed = [h for h in trace.handlers if h in shared]
+    for handler in removed:
+        trace.removeHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in removed:  # pytest removes them itself when its capture ends
+            trace.addHandler(handler)

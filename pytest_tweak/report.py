@@ -26,6 +26,7 @@ __all__ = [
     "JSON_FORMAT",
     "SummaryItem",
     "append_text",
+    "break_text",
     "dump_json",
     "failure_message",
     "json_report",
@@ -158,12 +159,15 @@ def _context(verdict: Verdict, judging: Judging) -> list[str]:
 
 
 def _reasons(result: BenchmarkResult) -> list[str]:
-    """Each distinct graph break at its source line, each distinct failed guard with how
-    often it failed, and the recompile limit when it was hit."""
+    """Each graph break at its source line with torch's id, explanation, first hint and link
+    (where torch gives them), each distinct failed guard with how often it failed, and the
+    recompile limit when it was hit."""
     lines = []
     if result.break_reasons:
         lines.append(f"  graph breaks ({result.graph_breaks}):")
-        lines += [f"    {reason}" for reason in result.break_reasons]
+        for reason in result.break_reasons:
+            lines.append(f"    {reason}")
+            lines += [f"      {advice}" for advice in reason.advice()]
     if result.recompile_reasons:
         lines.append(f"  recompiles ({result.recompiles}):")
         reasons, hints = recompile_texts([str(r) for r in result.recompile_reasons])
@@ -231,16 +235,6 @@ def short_path(filename: str | None) -> str:
     return filename if relative.startswith("..") else relative
 
 
-def break_text(reason: Mapping[str, Any]) -> str:
-    """One graph break of a report (`CaseResult.break_reasons`): where, the source line,
-    why, and how often."""
-    where = f"{short_path(reason.get('filename'))}:{reason.get('lineno') or '?'}"
-    line = reason.get("line")
-    source = f" `{line}`" if line else ""
-    count = int(reason.get("count") or 1)
-    return f"{where}{source}: {reason.get('reason')}" + (f" (x{count})" if count > 1 else "")
-
-
 def counts_text(cases: Sequence[CaseResult], tests: Sequence[tuple[str, Sequence[Any]]]) -> str:
     """``6 case(s) in 3 test(s); failed: 4 case(s) in 2 test(s)``: cases and tests counted
     apart, so a count of failed cases does not read as failed tests."""
@@ -263,7 +257,7 @@ _MAX_RECOMPILE_LINES = 5
 def case_reasons(case: CaseResult) -> list[str]:
     """Where and why a case's graph breaks and recompiles happened, and the recompile-limit
     cliff: what a reviewer of a pull request needs beside the counts."""
-    lines = [f"graph break at {break_text(reason)}" for reason in case.break_reasons]
+    lines: list[str] = []  # the graph breaks themselves: `break_text`, with torch's link
     reasons, hints = recompile_texts(case.recompile_reasons)
     shown = list(reasons.items())[:_MAX_RECOMPILE_LINES]
     lines += [f"recompile: {reason}" + (f" (x{n})" if n > 1 else "") for reason, n in shown]
@@ -602,6 +596,11 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
             for case in group
             for text in (*case.verdict.failures, *case.verdict.problems, *case_reasons(case))
         ]
+        details += [
+            f"- `{case.device}-{case.config_id}`: {_md_break(reason)}"
+            for case in group
+            for reason in case.break_reasons
+        ]
         if details:
             lines += ["", *details]
     if any(row.runner_up is not None for row in tuning):
@@ -623,6 +622,34 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
             ),
         )
     return "\n".join(lines) + "\n"
+
+
+def break_text(reason: Mapping[str, Any]) -> str:
+    """A graph break of a report (`BreakReason.as_dict`'s form) on one line: where, why, how
+    often, and torch's id, explanation and first hint where the report has them."""
+    where = f"{short_path(reason.get('filename'))}:{reason.get('lineno') or '?'}"
+    line = reason.get("line")
+    source = f" `{line}`" if line else ""
+    count = int(reason.get("count") or 1)
+    times = f" (x{count})" if count > 1 else ""
+    text = f"graph break at {where}{source}: {reason.get('reason')}{times}"
+    advice = "; ".join(
+        str(part)
+        for part in (
+            " ".join(str(p) for p in (reason.get("gb_id"), reason.get("explanation")) if p),
+            reason.get("hint") and f"hint: {reason.get('hint')}",
+        )
+        if part
+    )
+    return f"{text} — {advice}" if advice else text
+
+
+def _md_break(reason: Mapping[str, Any]) -> str:
+    text = break_text(reason)
+    gb_id, link = reason.get("gb_id"), reason.get("link")
+    if gb_id and link:  # the id links to torch's page on the break
+        text = text.replace(f" — {gb_id} ", f" — [{gb_id}]({link}) ", 1)
+    return text
 
 
 def json_report(

@@ -82,3 +82,36 @@ class ChangingAttribute(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         return self.a(x) * self.calls
+
+
+def _printing_helper(y: torch.Tensor) -> torch.Tensor:
+    print("", end="")
+    return y + 1
+
+
+class BreakInHelper(nn.Module):
+    """One break site, in a helper called twice: dynamo meets it from three frames (the
+    forward, the frame resumed after the first call, and the helper's own)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = _printing_helper(self.a(x))
+        return _printing_helper(y * 2)
+
+
+class ItemThenPrint(nn.Module):
+    """A `print` right after an `.item()` break: the frame resumed after `.item()` breaks
+    before any op, so it compiles no graph (explain's count misses that break)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)
+        scale = y.sum().item()
+        print("", end="")
+        return y * scale

@@ -1,22 +1,41 @@
-"""Graph breaks and recompiles, counted for exactly one case, against torch._dynamo.explain."""
+"""Graph breaks and recompiles, counted for exactly one case: the break sites against what
+``TORCH_LOGS=graph_breaks`` logs for the same calls, and how they relate to
+torch._dynamo.explain."""
 
 from __future__ import annotations
+
+import logging
+import re
+import traceback
+from collections import Counter
 
 import pytest
 import torch
 import torch._dynamo
 from models import (
+    BreakInHelper,
     ChangingAttribute,
     DataDependentIf,
     ItemBreak,
+    ItemThenPrint,
     PrintBreak,
     TinyMLP,
     TwoBreaks,
 )
+from torch.torch_version import TorchVersion
 
 from pytest_tweak import TorchInductorBackend, TorchInductorBackendConfig
 from pytest_tweak.case import LocalRunner, run_case
-from pytest_tweak.counters import read_counts, recompile_limit, reset_dynamo
+from pytest_tweak.counters import (
+    BreakReason,
+    graph_break_loggers,
+    logged_break,
+    read_counts,
+    recompile_limit,
+    reset_dynamo,
+    watch_graph_breaks,
+)
+from pytest_tweak.logs import capture_torch_logs
 from pytest_tweak.measure import MeasureSettings
 
 QUICK = MeasureSettings(
@@ -49,14 +68,53 @@ def _explain(model: torch.nn.Module):
     return out
 
 
+#: A site as TORCH_LOGS=graph_breaks words it, whether with the user stack or without.
+LOGGED_SITE = re.compile(r"Graph break(?: \([^)]*\))? in user code at (.+):(\d+)$", re.MULTILINE)
+
+
+def _logged_sites(text: str) -> Counter[tuple[str, int]]:
+    return Counter((file, int(line)) for file, line in LOGGED_SITE.findall(text))
+
+
 @pytest.mark.parametrize(
-    "model_type", [TinyMLP, ItemBreak, DataDependentIf, PrintBreak, TwoBreaks, ChangingAttribute]
+    "model_type",
+    [
+        TinyMLP,
+        ItemBreak,
+        DataDependentIf,
+        PrintBreak,
+        TwoBreaks,
+        ChangingAttribute,
+        BreakInHelper,
+        ItemThenPrint,
+    ],
 )
-def test_graph_breaks_equal_explain(model_type: type[torch.nn.Module]) -> None:
-    expected = _explain(model_type())
-    result = _run(model_type())
-    assert result.graph_breaks == expected.graph_break_count
-    assert len(result.break_reasons) == len(expected.break_reasons)
+def test_graph_breaks_are_the_sites_torch_logs(model_type: type[torch.nn.Module]) -> None:
+    # the same case, with TORCH_LOGS=graph_breaks's output captured: one break per distinct
+    # site it logs, met as often as it logs it
+    with capture_torch_logs(["graph_breaks"]) as logs:
+        result = _run(model_type())
+    logged = _logged_sites(logs.text)
+    assert result.graph_breaks == len(logged)
+    assert {(r.filename, r.lineno): r.count for r in result.break_reasons} == dict(logged)
+
+
+def test_the_count_against_explains_graphs_minus_one() -> None:
+    # explain counts graphs - 1: a site met from three frames is two of its breaks ...
+    nested = _run(BreakInHelper())
+    (site,) = nested.break_reasons
+    assert (nested.graph_breaks, site.count) == (1, 3)
+    assert _explain(BreakInHelper()).graph_break_count == 2
+    # ... and a break in a frame that compiled no graph is none
+    resumed = _run(ItemThenPrint())
+    assert [r.line for r in resumed.break_reasons] == [
+        "scale = y.sum().item()",
+        'print("", end="")',
+    ]
+    assert _explain(ItemThenPrint()).graph_break_count == 1
+    # on the simple models they agree
+    for model_type in (ItemBreak, DataDependentIf, PrintBreak, TwoBreaks):
+        assert _run(model_type()).graph_breaks == _explain(model_type()).graph_break_count
 
 
 def test_data_dependent_branch_is_counted_though_counters_graph_break_misses_it() -> None:
@@ -66,6 +124,7 @@ def test_data_dependent_branch_is_counted_though_counters_graph_break_misses_it(
     (reason,) = result.break_reasons
     assert reason.filename is not None and reason.filename.endswith("models.py")
     assert reason.line is not None and "if y.sum() > 0" in reason.line
+    assert reason.reason == "Data-dependent branching"
 
 
 def test_break_reasons_point_at_user_source_lines() -> None:
@@ -105,10 +164,11 @@ def test_static_shapes_recompile_once_per_new_shape() -> None:
     config = TorchInductorBackendConfig(dynamic=False)
     reset_dynamo()
     compiled = TorchInductorBackend(config).compile(TinyMLP())
-    for batch in (2, 3, 4):
-        compiled(torch.randn(batch, 16))
-    counts = read_counts()
-    assert counts.recompiles == 2
+    with watch_graph_breaks() as breaks:
+        for batch in (2, 3, 4):
+            compiled(torch.randn(batch, 16))
+    counts = read_counts(breaks)
+    assert counts.recompiles == 2 and counts.graph_breaks == 0
     assert all("size mismatch" in r.reason for r in counts.recompile_reasons)
 
 
@@ -127,7 +187,6 @@ def test_counts_do_not_leak_between_cases() -> None:
 def test_dynamo_private_state_this_plugin_reads_still_exists() -> None:
     """Fails loudly when a torch release moves what counters.py relies on."""
     utils = torch._dynamo.utils
-    assert isinstance(utils.graph_break_reasons, list)
     assert callable(utils.get_compilation_metrics)
     assert callable(utils.clear_compilation_metrics)
     assert "stats" in utils.counters or hasattr(utils.counters, "__getitem__")
@@ -136,7 +195,114 @@ def test_dynamo_private_state_this_plugin_reads_still_exists() -> None:
     _run(ItemBreak())
     metrics = list(utils.get_compilation_metrics())
     assert metrics and all(hasattr(m, "recompile_reason") for m in metrics)
-    assert all(hasattr(r, "user_stack") and hasattr(r, "reason") for r in utils.graph_break_reasons)
+
+
+def test_the_graph_breaks_artifact_loggers_are_where_dynamo_logs_breaks() -> None:
+    """Fails loudly when torch moves or rewords the graph_breaks logging the count reads."""
+    names = [logger.name for logger in graph_break_loggers()]
+    assert "torch._dynamo.symbolic_convert.__graph_breaks" in names
+    assert "torch._dynamo.convert_frame.__graph_breaks" in names
+    reset_dynamo()
+    with watch_graph_breaks() as breaks:
+        torch.compile(ItemBreak(), backend="eager")(torch.randn(4, 16))
+    (found,) = breaks.breaks()
+    assert found.line == "scale = y.sum().item()" and found.filename.endswith("models.py")
+    assert found.reason == "Unsupported Tensor.item() call with capture_scalar_outputs=False"
+    if TorchVersion(torch.__version__) >= (2, 13):  # the registry id and torch's advice
+        assert found.gb_id == "gb0124"
+        assert found.link is not None and found.link.endswith("/gb0124.html")
+        assert found.hint is not None and "capture_scalar_outputs = True" in found.hint
+        assert found.explanation
+
+
+def test_watching_leaves_torchs_loggers_as_they_were(capfd: pytest.CaptureFixture[str]) -> None:
+    loggers = graph_break_loggers()
+    before = [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers]
+    reset_dynamo()
+    with watch_graph_breaks() as breaks:
+        torch.compile(PrintBreak(), backend="eager")(torch.randn(4, 16))
+    assert len(breaks.breaks()) == 1
+    assert [(lg.level, lg.propagate, list(lg.handlers)) for lg in loggers] == before
+    # off unless asked for: the records went nowhere else
+    assert "Graph break" not in capfd.readouterr().err
+
+
+#: How torch 2.13 logs one break, with the user stack and without (a duplicate).
+LOGGED_2_13 = """\
+Graph break in user code at /src/modeling_utils.py:4824
+Graph Break Reason: Encountered graph break when attempting to trace CALL_FUNCTION_EX: a \
+variadic function call, e.g. f(*args):
+
+logging.Logger method not supported for non-export cases
+  Explanation: logging.Logger methods are not supported for non-export cases.
+  Hint: Add the logging method to `torch._dynamo.config.ignore_logging_functions`.
+  Hint: A second hint.
+
+  Developer debug context: method: <Logger x (WARNING)>.warning_once, args: [], kwargs: {}
+
+ For more details about this graph break, please visit: \
+https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0291.html
+
+User code traceback:
+  File "/src/modeling_gpt2.py", line 703, in forward
+    loss = self.loss_function(
+"""
+
+
+def test_a_logged_break_gives_torchs_type_id_explanation_first_hint_and_link() -> None:
+    found = logged_break(LOGGED_2_13)
+    assert found == BreakReason(
+        reason="logging.Logger method not supported for non-export cases",
+        filename="/src/modeling_utils.py",
+        lineno=4824,
+        gb_id="gb0291",
+        explanation="logging.Logger methods are not supported for non-export cases.",
+        hint="Add the logging method to `torch._dynamo.config.ignore_logging_functions`.",
+        link="https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0291.html",
+    )
+    duplicate = LOGGED_2_13.replace(
+        "Graph break in", "Graph break (user stack suppressed due to duplicate graph break) in"
+    ).split("\n\nUser code traceback:")[0]
+    assert logged_break(duplicate) == found
+    assert found.advice() == [
+        "gb0291 logging.Logger methods are not supported for non-export cases.",
+        "hint: Add the logging method to `torch._dynamo.config.ignore_logging_functions`.",
+        "see https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0291.html",
+    ]
+
+
+def test_a_break_logged_by_an_older_torch_keeps_its_first_line_and_no_advice() -> None:
+    # torch before the graph-break registry: no type, explanation, hints or link
+    found = logged_break(
+        "Graph break (details suppressed) in user code at /src/m.py:7\n"
+        "Reason: generic_jump TensorVariable()\nUser code traceback:\n  File ..."
+    )
+    assert found == BreakReason(
+        reason="generic_jump TensorVariable()", filename="/src/m.py", lineno=7
+    )
+    assert found.advice() == [] and found.gb_id is None
+
+
+def test_a_skipped_frame_is_a_site_and_other_records_are_not() -> None:
+    class Skipped(Exception):
+        msg = "Some break\n  Explanation: Cannot resume.\n  Hint: Move it out."
+        real_stack = (traceback.FrameSummary("/src/w.py", 12, "wrapper"),)
+
+    record = "Graph break: torch.compile cannot properly resume from this graph break, ..."
+    found = logged_break(record, (Skipped, Skipped(), None))
+    assert found is not None and (found.filename, found.lineno) == ("/src/w.py", 12)
+    assert (found.reason, found.hint) == ("Some break", "Move it out.")
+    assert logged_break("WON'T CONVERT forward /src/w.py line 3") is None
+    assert logged_break(record) is None  # no exception: no site
+
+
+def test_records_passing_two_watched_loggers_count_once() -> None:
+    with watch_graph_breaks() as breaks:
+        record = logging.LogRecord("x", logging.DEBUG, "f", 1, LOGGED_2_13, (), None)
+        breaks.handle(record)
+        breaks.handle(record)
+    (found,) = breaks.breaks()
+    assert found.count == 1
 
 
 def test_a_break_met_again_by_a_recompile_is_one_reason_with_a_count() -> None:
@@ -145,9 +311,10 @@ def test_a_break_met_again_by_a_recompile_is_one_reason_with_a_count() -> None:
     config = TorchInductorBackendConfig(dynamic=False)
     reset_dynamo()
     compiled = TorchInductorBackend(config).compile(PrintBreak())
-    for batch in (2, 3, 4):
-        compiled(torch.randn(batch, 16))
-    counts = read_counts()
+    with watch_graph_breaks() as breaks:
+        for batch in (2, 3, 4):
+            compiled(torch.randn(batch, 16))
+    counts = read_counts(breaks)
     (reason,) = counts.break_reasons
     assert counts.graph_breaks == 1 == _explain(PrintBreak()).graph_break_count
     assert reason.count == 3

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
+from torch.torch_version import TorchVersion
 
 # Models with known breaks and recompiles; line numbers are asserted below.
 BREAKS_SUITE = """\
@@ -42,7 +44,7 @@ def test_no_breaks(tweak, model_type):
     tweak.benchmark(model_type(), torch.ones(8))
 
 @pytest.mark.parametrize("model_type", [Branch, Item, Printing, Builtin])
-def test_counts_equal_explain(tweak, model_type):
+def test_one_break_as_explain_counts_it(tweak, model_type):
     x = torch.ones(8)
     result = tweak.benchmark(model_type(), x)
     torch._dynamo.reset()
@@ -58,11 +60,17 @@ def test_graph_break_reasons_point_at_the_user_lines_and_limits_fail_without_a_b
     pytester.makepyfile(test_breaks=BREAKS_SUITE)
     result = run_suite("-rf")
     result.assert_outcomes(passed=4, failed=4)
-    for name, line, code, reason in [
-        ("Branch", 5, "if x.sum() > 0:", "Data-dependent branching: Python control flow on*"),
-        ("Item", 11, "return x * x.sum().item()", "Unsupported Tensor.item() call*"),
-        ("Printing", 16, 'print("", end="")', "Failed to trace builtin operator"),
-        ("Builtin", 22, "dir(x)", "Failed to trace builtin operator"),
+    for name, line, code, reason, hint in [
+        ("Branch", 5, "if x.sum() > 0:", "Data-dependent branching", "For the common pattern*"),
+        (
+            "Item",
+            11,
+            "return x * x.sum().item()",
+            "Unsupported Tensor.item() call*",
+            "Set `torch._dynamo.config.capture_scalar_outputs = True`*",
+        ),
+        ("Printing", 16, 'print("", end="")', "Failed to trace builtin operator", "Avoid *print*"),
+        ("Builtin", 22, "dir(x)", "Failed to trace builtin operator", "Avoid *dir*"),
     ]:
         result.stdout.fnmatch_lines(
             [
@@ -71,6 +79,18 @@ def test_graph_break_reasons_point_at_the_user_lines_and_limits_fail_without_a_b
                 "  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)",
                 "  graph breaks (1):",
                 f"    test_breaks.py:{line} `{code}`: {reason}",
+                # torch's explanation (with its registry id on torch >= 2.13) and first hint
+                "      *",
+                f"      hint: {hint}",
+            ]
+        )
+    if TorchVersion(torch.__version__) >= (2, 13):
+        result.stdout.fnmatch_lines(
+            [
+                "    test_breaks.py:11 `return x * x.sum().item()`: Unsupported Tensor.item() *",
+                "      gb0124 *",
+                "      hint: *",
+                "      see https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0124.html",
             ]
         )
     result.stdout.fnmatch_lines(["test_breaks.py::test_no_breaks *cpu*default*1*failed"])
@@ -406,3 +426,53 @@ def test_the_first_case_of_a_process_does_not_pay_the_compilers_start_up(
     # without the warm-up, the first compile of a process took 1.0 s against the second's
     # 0.14 s here (and ~3 s under load); with it, 0.16 s and 0.15 s
     assert first["compile_time_s"] < 3 * second["compile_time_s"] + 0.3
+
+
+QUIET_SUITE = """\
+import pytest, torch
+
+class Item(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.a(x)
+        return y * y.sum().item()
+
+@pytest.mark.tweak_limits(graph_breaks=0)
+def test_gated(tweak):
+    tweak.benchmark(Item().eval(), torch.randn(4, 16))
+"""
+
+
+def test_a_failing_case_shows_the_verdict_first_and_no_torch_trace_records(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_quiet=QUIET_SUITE)
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    lines = result.stdout.lines
+    start = lines.index(
+        next(line for line in lines if line.startswith("____") and "test_gated" in line)
+    )
+    assert lines[start + 1 : start + 5] == [
+        "pytest-tweak: test_quiet.py::test_gated[cpu-default] failed, whatever its speed:",
+        "  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)",
+        "  graph breaks (1):",
+        "    test_quiet.py:10 `return y * y.sum().item()`: Unsupported Tensor.item() call with "
+        "capture_scalar_outputs=False",
+    ]
+    # torch's structured-trace logger (always at DEBUG) no longer reaches pytest's log capture
+    assert "torch.__trace" not in result.stdout.str()
+
+
+def test_torch_trace_still_writes_its_files_for_users_who_set_it(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_quiet=QUIET_SUITE)
+    trace_dir = pytester.path / "trace"
+    monkeypatch.setenv("TORCH_TRACE", str(trace_dir))
+    run_suite().assert_outcomes(failed=1)
+    written = "".join(path.read_text() for path in trace_dir.glob("*.log"))
+    assert '"dynamo_graph_break_reason"' in written and "test_quiet.py" in written

@@ -14,6 +14,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+import torch
+from torch.torch_version import TorchVersion
 
 from pytest_tweak.html_report import html_report
 from pytest_tweak.report import json_report, markdown_report, tuning_lines, write_atomic
@@ -486,7 +488,15 @@ def test_a_regressed_test_leads_every_report(
     assert broken["outcome"] == "failed"
     assert broken["graph_breaks"] == 1 and broken["baseline"]["graph_breaks"] == 0
     assert any("graph breaks 1 vs baseline 0" in p for p in broken["verdict"]["problems"])
-    assert broken["break_reasons"][0]["filename"].endswith("test_suite.py")
+    (site,) = broken["break_reasons"]
+    assert site["filename"].endswith("test_suite.py") and site["line"].startswith("torch._dynamo")
+    # torch's own words on the break, where the installed torch has them
+    has_registry = site["gb_id"] is not None
+    if TorchVersion(torch.__version__) >= (2, 13):
+        assert has_registry
+    if has_registry:
+        assert site["hint"] == "Remove the `torch._dynamo.graph_break()` call."
+        assert site["link"].endswith(f"/{site['gb_id']}.html") and site["explanation"]
     assert broken["baseline"]["median_s"] > 0 and broken["verdict"]["change"] is not None
     assert document["summary"]["failed"] == 2
 
@@ -496,10 +506,19 @@ def test_a_regressed_test_leads_every_report(
     assert net < steady  # ran second, reported first
     row = next(line for line in markdown[net:] if line.startswith("| `inductor:default`"))
     assert "| 1 (was 0) |" in row and "**regressed** (test failed)" in row
+    details = [line for line in markdown[net:steady] if "graph break at" in line]
+    assert len(details) == 2  # one per config
+    detail = details[0]
+    assert detail.startswith("- `cpu-default`: graph break at ") and "test_suite.py:" in detail
+    if has_registry:
+        assert f"— [{site['gb_id']}]({site['link']}) " in detail
+        assert detail.endswith("hint: Remove the `torch._dynamo.graph_break()` call.")
 
     page = _page((out / "report.html").read_text())
     assert page.sections[0]["test"] == "test_suite.py::test_net"
     assert page.sections[0]["baselines"] == 2  # one marker per config's bar
+    if has_registry:  # torch's page on the break, the one address outside the report
+        assert [url for url in page.urls if not url.startswith("#")] == [site["link"]] * 2
 
     properties = _junit_properties(out / "junit.xml")["test_net[cpu-default]"]
     assert properties["tweak_verdict"] == "regressed"
