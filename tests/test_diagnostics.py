@@ -360,10 +360,10 @@ def test_bad_tweak_limits_markers_are_collection_errors(
         [
             "*test_b: tweak_limits recompiles must be an integer >= 0 or None, got True",
             "*test_n: tweak_limits graph_breaks must be an integer >= 0 or None, got -1",
-            "*test_p: tweak_limits(graph_breaks=None, recompiles=None) takes keyword arguments "
-            "only, got (0,)",
-            "*test_u: tweak_limits(graph_breaks=None, recompiles=None) got unknown keyword(s) "
-            "breaks; allowed: graph_breaks, recompiles",
+            "*test_p: tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None) "
+            "takes keyword arguments only, got (0,)",
+            "*test_u: tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None) "
+            "got unknown keyword(s) breaks; allowed: graph_breaks, recompiles, cudagraph_skips",
         ]
     )
 
