@@ -387,7 +387,10 @@ def test_new_options_markers_and_bad_values(pytester: pytest.Pytester) -> None:
     )
     markers = pytester.runpytest_subprocess("--markers")
     markers.stdout.fnmatch_lines(
-        ["@pytest.mark.tweak_limits(graph_breaks=None, recompiles=None): fail the test's*"]
+        [
+            "@pytest.mark.tweak_limits(graph_breaks=None, recompiles=None, "
+            "cudagraph_skips=None): fail the test's*"
+        ]
     )
     pytester.makepyfile("def test_x(): pass")
     for args, message in [

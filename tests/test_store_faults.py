@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 #: A saver process: saves ``count`` entries named ``<prefix><i>``, one save each, once the
 #: start file exists (so that all savers start together).
 SAVER = textwrap.dedent("""
-    import os, sys, time
+    import itertools, os, sys, time
     from pathlib import Path
     from pytest_tweak.baselines import BaselineEntry, RunRecord, save_baselines
     from pytest_tweak.stats import Summary
@@ -40,7 +40,9 @@ SAVER = textwrap.dedent("""
     path, prefix, count, start = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
     while not os.path.exists(start):
         time.sleep(0.001)
-    for i in range(count):
+    # count < 0: save until killed (a kill then always lands mid-run, however slow the
+    # machine is to deliver it)
+    for i in itertools.count() if count < 0 else range(count):
         median = 0.001 * (1 + i)
         run = RunRecord(timing=Summary.of([median * 0.99, median, median * 1.01]))
         entry = BaselineEntry(runs=(run,), graph_breaks=0, recompiles=0, device="cpu")
@@ -95,7 +97,7 @@ def test_a_saver_killed_mid_save_leaves_a_whole_file(tmp_path: Path, sig: signal
     start.touch()
     seen = 1
     for attempt in range(8):
-        proc = _saver(path, f"k{attempt}-", 400, start)
+        proc = _saver(path, f"k{attempt}-", -1, start)
         assert proc.stdout is not None
         proc.stdout.readline()  # it has saved at least once: now it is saving in a loop
         time.sleep(0.003 * attempt)
