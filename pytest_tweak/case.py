@@ -158,6 +158,9 @@ class BenchmarkResult:
             decides the mix of reference workloads ``normalized`` divides by.
         cudagraph_skips: Why inductor ran graphs without CUDA graphs (``reduce-overhead``
             and ``max-autotune`` modes), as it said it.
+        load_share: Share of the measurement's wall time that other processes took the
+            case's core (a cpu case on one thread, whose samples are the thread's CPU time);
+            ``None`` elsewhere.
     """
 
     backend: str
@@ -192,6 +195,7 @@ class BenchmarkResult:
     device_time: Summary | None = None
     host_weight: float = 0.0
     cudagraph_skips: tuple[str, ...] = ()
+    load_share: float | None = None
 
     @property
     def host_overhead_s(self) -> float | None:
@@ -430,6 +434,7 @@ def _figures(measurement: Measurement, compile_time_s: float, move_s: float) -> 
         "stopped": measurement.stopped,
         "host_bound": measurement.host_bound,
         "warmup_stable": measurement.warmup.stable,
+        "load_share": measurement.load_share,
         "phases": Phases(compile_time_s, measurement.prepare_s, measurement.seconds, move_s),
     }
 
@@ -476,9 +481,10 @@ def _measure(
     if eager_call is not None:
         workloads["eager"] = eager_call
     primary = ("case", REFERENCE) if settings.reference else ("case", None)
+    threads = settings.cpu_threads if device.type == "cpu" else None
     return measure(
         workloads,
-        tools.timer(device),
+        tools.timer(device, threads),
         settings,
         primary=primary,
         on_phase=on_phase,
@@ -515,8 +521,11 @@ def _nan_problem(output: Any) -> str | None:
 
 def _copied(value: Any) -> Any:
     """``value`` with every tensor in it (also inside lists, tuples and dicts) detached and
-    cloned; anything else as it is."""
+    cloned (an inference tensor into an inference tensor); anything else as it is."""
     if isinstance(value, torch.Tensor):
+        if value.is_inference():  # an inference tensor stays one
+            with torch.inference_mode():
+                return value.clone()
         return value.detach().clone()
     if isinstance(value, Mapping):
         return {k: _copied(v) for k, v in value.items()}

@@ -36,7 +36,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -175,21 +175,52 @@ class SampleTimer(Protocol):
 class HostTimer:
     """Latency: ``perf_counter_ns`` around the calls, with ``sync`` before the first and after
     the last (``sync`` is a no-op on cpu; on cuda and xpu it waits for the device), so the
-    sample holds the calls' host work and their device work, and nothing queued before."""
+    sample holds the calls' host work and their device work, and nothing queued before.
 
-    def __init__(self, sync: Callable[[], None], min_round_s: float = 0.0) -> None:
+    With ``thread_clock`` (a cpu case on one thread, where every instruction of the call runs
+    on the calling thread) the sample is that thread's CPU time (``time.thread_time_ns``)
+    instead: the latency the call has with a core to itself. The wall clock is read beside it;
+    on a busy machine the difference is the time other processes took the core while the case
+    waited (`load_share`), which would otherwise be most of the noise: on this project's
+    2-core runner with other work beside it, the spread (interquartile range) of the case's
+    samples fell from 47-59 % of the median (wall) to 8-12 % (thread CPU time).
+    """
+
+    def __init__(
+        self, sync: Callable[[], None], min_round_s: float = 0.0, thread_clock: bool = False
+    ) -> None:
         self._sync = sync
         #: the shortest sample this timer wants (see `ACCELERATOR_MIN_ROUND_S`)
         self.min_round_s = min_round_s
+        self.thread_clock = thread_clock
+        #: wall and thread CPU nanoseconds over every sample taken (thread clock only)
+        self.wall_ns = 0
+        self.cpu_ns = 0
 
     def __call__(self, call: Callable[[], Any], iterations: int) -> float:
         timer = time.perf_counter_ns
+        if self.thread_clock:
+            cpu_timer = time.thread_time_ns
+            wall_start, cpu_start = timer(), cpu_timer()
+            for _ in range(iterations):
+                call()
+            cpu, wall = cpu_timer() - cpu_start, timer() - wall_start
+            self.wall_ns += wall
+            self.cpu_ns += cpu
+            return cpu / 1e9 / iterations
         self._sync()
         start = timer()
         for _ in range(iterations):
             call()
         self._sync()
         return (timer() - start) / 1e9 / iterations
+
+    def load_share(self) -> float | None:
+        """The share of the wall time of the samples so far that the thread did not run (other
+        processes had its core), 0 to 1; ``None`` without the thread clock or samples."""
+        if not self.thread_clock or self.wall_ns <= 0:
+            return None
+        return min(max(1.0 - self.cpu_ns / self.wall_ns, 0.0), 1.0)
 
 
 class EventTimer:
@@ -322,6 +353,8 @@ class Measurement:
         stopped: Why sampling ended: ``precise``, ``time budget`` or ``max rounds``.
         host_bound: The device ran out of queued work during some device-time samples (the
             host queued the calls slower than the fills could cover).
+        load_share: Share of the samples' wall time that other processes took the case's
+            core (cpu on one thread; ``None`` elsewhere).
     """
 
     samples: Mapping[str, tuple[float, ...]]
@@ -331,6 +364,7 @@ class Measurement:
     seconds: float
     stopped: str
     host_bound: bool = False
+    load_share: float | None = None
 
     def summary(self, name: str) -> Summary | None:
         """Seconds per call of workload ``name``; ``None`` when it was not measured."""
@@ -421,7 +455,14 @@ def measure(
         seconds=seconds,
         stopped=stopped,
         host_bound=any(getattr(t, "host_bound_samples", 0) for t in timer_of.values()),
+        load_share=_load_share(timer_of.values()),
     )
+
+
+def _load_share(timers: Iterable[SampleTimer]) -> float | None:
+    shares = {id(t): t.load_share() for t in timers if isinstance(t, HostTimer)}
+    known = [share for share in shares.values() if share is not None]
+    return max(known) if known else None
 
 
 def host_weight(latency_s: float, device_s: float | None) -> float:
@@ -477,13 +518,15 @@ def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
     return [a / b for a, b in zip(top, bottom, strict=True)]
 
 
-def make_timer(device: torch.device) -> SampleTimer:
+def make_timer(device: torch.device, threads: int | None = None) -> HostTimer:
     """The latency timer of ``device``: `HostTimer` with the device's synchronize (and, on
-    cuda and xpu, samples of at least `ACCELERATOR_MIN_ROUND_S`)."""
+    cuda and xpu, samples of at least `ACCELERATOR_MIN_ROUND_S`); on cpu with ``threads`` 1,
+    the thread's CPU time."""
     from .devices import make_synchronizer
 
     floor = 0.0 if device.type == "cpu" else ACCELERATOR_MIN_ROUND_S
-    return HostTimer(make_synchronizer(device), min_round_s=floor)
+    thread_clock = device.type == "cpu" and threads == 1
+    return HostTimer(make_synchronizer(device), min_round_s=floor, thread_clock=thread_clock)
 
 
 def make_device_timer(device: torch.device, flush: torch.Tensor | None = None) -> SampleTimer:
@@ -509,9 +552,9 @@ class Instruments:
         self._reference: dict[str, Callable[[], Any]] = {}
         self._host_reference: dict[str, Callable[[], Any]] = {}
 
-    def timer(self, device: torch.device) -> SampleTimer:
-        """A new latency timer for one case on ``device``."""
-        return make_timer(device)
+    def timer(self, device: torch.device, threads: int | None = None) -> HostTimer:
+        """A new latency timer for one case on ``device`` (see `make_timer`)."""
+        return make_timer(device, threads)
 
     def device_timer(self, device: torch.device) -> SampleTimer | None:
         """A new device-time timer for one case on ``device``; ``None`` on cpu, where device

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import time
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -339,3 +340,21 @@ def test_host_reference_workload_is_none_on_cpu_and_runs_tiny_kernels() -> None:
     assert instruments.host_reference(cpu) is None and instruments.device_timer(cpu) is None
     burst = host_reference_workload(cpu, launches=4)
     assert torch.equal(burst(), torch.ones(256))  # 1 * 0.5 + 0.5, pair after pair
+
+
+def test_the_thread_clock_counts_the_threads_cpu_time_not_the_time_it_waited() -> None:
+    """Real clocks: a call that sleeps takes wall time but almost no CPU time; the timer
+    returns the CPU time and says the thread was off its core most of the sample."""
+    timer = HostTimer(lambda: None, thread_clock=True)
+    per_call = timer(lambda: time.sleep(0.02), 2)
+    assert per_call < 0.01  # CPU time: far below the 20 ms each call waited
+    share = timer.load_share()
+    assert share is not None and share > 0.5
+    assert HostTimer(lambda: None).load_share() is None  # the wall clock knows no load
+
+
+def test_a_cpu_case_on_one_thread_is_timed_by_the_thread_clock() -> None:
+    cpu = torch.device("cpu")
+    assert measure.make_timer(cpu, threads=1).thread_clock
+    assert not measure.make_timer(cpu, threads=2).thread_clock  # other threads' work counts
+    assert not measure.make_timer(cpu).thread_clock
