@@ -103,12 +103,18 @@ class RunRecord:
         speedup: The eager model's latency over the compiled one's, round by round.
         device: Device time, seconds per call (cuda and xpu; ``None`` on cpu, in files
             written before it was recorded, or where it was not measured).
+        unstable: Of a new run only, never written to a file: why its samples are not one
+            steady figure (a step midway), see `pytest_tweak.measure.step_in`.
+        load_share: Of a new run only, never written: the share of its measurement's wall
+            time other processes took its core (cpu on one thread).
     """
 
     timing: Summary
     normalized: Summary | None = None
     speedup: Summary | None = None
     device: Summary | None = None
+    unstable: str | None = field(default=None, compare=False)
+    load_share: float | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         record = {
@@ -124,11 +130,16 @@ class RunRecord:
     def from_dict(cls, data: Any, where: str) -> RunRecord:
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
-        optional = {}
+        optional: dict[str, Summary | None] = {}
         for name in ("normalized", "speedup", "device"):
             value = data.get(name)
             optional[name] = None if value is None else Summary.from_dict(value, f"{where}.{name}")
-        return cls(timing=Summary.from_dict(data.get("timing"), f"{where}.timing"), **optional)
+        return cls(
+            timing=Summary.from_dict(data.get("timing"), f"{where}.timing"),
+            normalized=optional["normalized"],
+            speedup=optional["speedup"],
+            device=optional["device"],
+        )
 
 
 @dataclass(frozen=True)

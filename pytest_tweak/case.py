@@ -39,6 +39,7 @@ from .measure import (
     Measurement,
     MeasureSettings,
     measure,
+    step_in,
 )
 from .memory import peak_memory
 from .stats import Summary
@@ -161,6 +162,8 @@ class BenchmarkResult:
         load_share: Share of the measurement's wall time that other processes took the
             case's core (a cpu case on one thread, whose samples are the thread's CPU time);
             ``None`` elsewhere.
+        unstable: Why the case's samples are not one steady figure (its time stepped
+            midway: a recompile-limit fallback to eager, a cache miss); ``None`` when steady.
     """
 
     backend: str
@@ -196,6 +199,7 @@ class BenchmarkResult:
     host_weight: float = 0.0
     cudagraph_skips: tuple[str, ...] = ()
     load_share: float | None = None
+    unstable: str | None = None
 
     @property
     def host_overhead_s(self) -> float | None:
@@ -435,6 +439,7 @@ def _figures(measurement: Measurement, compile_time_s: float, move_s: float) -> 
         "host_bound": measurement.host_bound,
         "warmup_stable": measurement.warmup.stable,
         "load_share": measurement.load_share,
+        "unstable": step_in(measurement.samples["case"]),
         "phases": Phases(compile_time_s, measurement.prepare_s, measurement.seconds, move_s),
     }
 

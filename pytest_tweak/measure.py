@@ -66,6 +66,7 @@ __all__ = [
     "measure",
     "normalized_series",
     "reference_workload",
+    "step_in",
     "warm_up",
 ]
 
@@ -463,6 +464,40 @@ def _load_share(timers: Iterable[SampleTimer]) -> float | None:
     shares = {id(t): t.load_share() for t in timers if isinstance(t, HostTimer)}
     known = [share for share in shares.values() if share is not None]
     return max(known) if known else None
+
+
+#: A case whose first and last thirds of samples differ by more than this factor, each third
+#: steady, stepped midway (`step_in`).
+STEP_FACTOR = 1.25
+
+
+def step_in(samples: Sequence[float]) -> str | None:
+    """Why ``samples`` (in the order taken) are not one steady figure: the first third's
+    median and the last third's differ by more than `STEP_FACTOR`, and each third is steady
+    on its own (its interquartile range smaller than half the gap), which is a step, not
+    noise: dynamo falling back to eager at its recompile limit, a cache that filled or was
+    lost midway. ``None`` when there is no such step (or fewer than 9 samples)."""
+    n = len(samples)
+    if n < 9:
+        return None
+    third = n // 3
+    first, last = sorted(samples[:third]), sorted(samples[-third:])
+    a, b = statistics.median(first), statistics.median(last)
+    low, high = min(a, b), max(a, b)
+    if low <= 0 or high / low <= STEP_FACTOR:
+        return None
+    gap = high - low
+
+    def iqr(values: list[float]) -> float:
+        return values[(3 * len(values)) // 4] - values[len(values) // 4]
+
+    if max(iqr(first), iqr(last)) >= gap / 2:
+        return None
+    return (
+        f"its time stepped from {a * 1e3:.4g} ms to {b * 1e3:.4g} ms per call between the "
+        f"first and the last third of its {n} samples: a broken measurement (a fallback to "
+        "eager at dynamo's recompile limit, a cache filled or lost midway), not noise"
+    )
 
 
 def host_weight(latency_s: float, device_s: float | None) -> float:

@@ -71,9 +71,7 @@ def failure_message(
                 f"  - {verdict.change.describe(judging.threshold_pct, judging.confidence)}"
             )
         lines.append(
-            "  the noise is larger than the threshold: record the baseline from several runs "
-            "(--tweak-save --tweak-append), measure longer (--tweak-max-time) or raise "
-            "--tweak-threshold (failing because of --tweak-fail-inconclusive)"
+            "  (failing because of --tweak-fail-inconclusive); why, and what would decide it:"
         )
     else:
         lines = []
@@ -377,8 +375,17 @@ def summary_item(record: CaseRecord) -> SummaryItem:
         nodeid=record.nodeid,
         row=_row(record),
         status=str(record.verdict.status),
-        reasons=tuple(_reasons(record.result) + _host_note(record.result)),
+        reasons=tuple(
+            _reasons(record.result) + _host_note(record.result) + _undecided(record.verdict)
+        ),
     )
+
+
+def _undecided(verdict: Verdict) -> list[str]:
+    """The summary's word on an inconclusive case: why, and what would decide it."""
+    if verdict.status is not Status.INCONCLUSIVE:
+        return []
+    return [f"  inconclusive: {note}" for note in verdict.notes]
 
 
 def _host_note(result: BenchmarkResult) -> list[str]:
@@ -403,8 +410,7 @@ def summary_lines(items: Iterable[SummaryItem]) -> list[str]:
     if inconclusive:
         lines.append(
             f"{len(inconclusive)} case(s) inconclusive: the noise is larger than the threshold "
-            "(record baselines from several runs with --tweak-save --tweak-append, or measure "
-            "longer with --tweak-max-time)"
+            "(each says below why, and what would decide it)"
         )
     details = [item for item in items if item.reasons]
     if details:

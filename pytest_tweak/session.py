@@ -348,4 +348,6 @@ def run_record(result: BenchmarkResult) -> RunRecord | None:
         normalized=result.normalized,
         speedup=result.speedup,
         device=result.device_time,
+        unstable=result.unstable,
+        load_share=result.load_share,
     )

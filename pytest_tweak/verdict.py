@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from .baselines import BaselineEntry, RunRecord
@@ -49,6 +49,7 @@ __all__ = [
     "compare",
     "format_bytes",
     "format_seconds",
+    "inconclusive_advice",
     "judge",
 ]
 
@@ -190,6 +191,12 @@ class Change:
         noise_pct: Half-width of that interval, percent: the change the noise can fake.
         runs: Runs in the baseline.
         status: What the change amounts to.
+        sampling_pct: This run's own uncertainty (one standard deviation of its median's
+            log, percent), which measuring longer shrinks.
+        between_pct: The run-to-run noise used (one standard deviation, percent): the
+            baseline runs' own spread shrunk towards the configured run noise.
+        spread_pct: The baseline runs' own spread (standard deviation of their medians'
+            logs, percent); ``None`` with one run.
     """
 
     metric: str
@@ -201,6 +208,9 @@ class Change:
     noise_pct: float
     runs: int
     status: Status
+    sampling_pct: float = 0.0
+    between_pct: float = 0.0
+    spread_pct: float | None = None
 
     def describe(self, threshold_pct: float, confidence: float) -> str:
         if self.metric == "speed-up":
@@ -271,6 +281,7 @@ def compare(
         estimate = -estimate
     within_base = sum(run.log_sd**2 for run in base_runs) / k
     prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
+    spread: float | None = None
     if k >= 2:
         spread = sum((x - base_log) ** 2 for x in base_logs) / (k - 1)
         between = max(spread - within_base, 0.0)
@@ -302,7 +313,71 @@ def compare(
         noise_pct=math.expm1(half) * 100.0,
         runs=k,
         status=status,
+        sampling_pct=new.log_sd * 100.0,
+        between_pct=math.sqrt(between) * 100.0,
+        spread_pct=None if spread is None else math.sqrt(spread) * 100.0,
     )
+
+
+def inconclusive_advice(
+    change: Change, judging: Judging, load_share: float | None = None
+) -> list[str]:
+    """Why ``change`` could not be decided, and what would decide it, in numbers: which side
+    is noisy (this run's samples, or the run-to-run noise the baseline shows), how many
+    baseline runs or how much longer a measurement would bring the noise under the
+    threshold, or that nothing would on this machine; and whether other processes took the
+    case's core while it was measured."""
+    z = normal_quantile(judging.confidence)
+    threshold = math.log1p(judging.threshold_pct / 100.0)
+    new_var = (change.sampling_pct / 100.0) ** 2
+    prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
+    # what the baseline's runs show of this machine's run-to-run noise; with one run, nothing:
+    # the projection then assumes further runs agree as well as this run agrees with it
+    measured = (change.spread_pct / 100.0) ** 2 if change.spread_pct is not None else 0.0
+    k = change.runs
+
+    def half(runs: int, sampling: float) -> float:
+        # the noise `compare` would find with ``runs`` baseline runs spread as these are (the
+        # baseline's own sampling is small beside the rest: left out)
+        between = (_PRIOR_RUNS * prior + (runs - 1) * measured) / (_PRIOR_RUNS + runs - 1)
+        return z * math.sqrt(between * (1.0 + 1.0 / runs) + sampling)
+
+    lines = [
+        f"noise ±{change.noise_pct:.1f}% against the {judging.threshold_pct:g}% threshold: this "
+        f"run's median is known to ±{change.sampling_pct:.1f}% (one sd), the run-to-run noise "
+        f"used is ±{change.between_pct:.1f}% per run"
+        + (
+            f" (the baseline's {k} runs spread ±{change.spread_pct:.1f}%)"
+            if change.spread_pct is not None
+            else f" (the configured --tweak-run-noise: the baseline has {k} run)"
+        )
+    ]
+    if load_share is not None and load_share >= 0.1:
+        lines.append(
+            f"the machine was busy: other processes had this case's core {load_share:.0%} of "
+            "the time it was measured (its samples count only its own CPU time, but a busy "
+            "neighbour still slows its caches and clock)"
+        )
+    more = next((n for n in range(k + 1, 21) if half(n, new_var) <= threshold), None)
+    if new_var > measured and half(k, new_var / 4.0) <= threshold:
+        lines.append(
+            "this run's own samples are the noisy side: measuring 4x longer (--tweak-max-time)"
+            " would decide it"
+        )
+    elif more is not None:
+        lines.append(
+            f"the run-to-run noise is the noisy side: {more - k} more baseline run(s) "
+            f"(--tweak-save --tweak-append, {more} in all) would bring the noise to "
+            f"±{math.expm1(half(more, new_var)) * 100.0:.1f}%"
+        )
+    else:
+        floor = math.expm1(half(10**6, 0.0)) * 100.0
+        lines.append(
+            f"neither more runs nor longer measurement decides a {judging.threshold_pct:g}% "
+            f"change here: the run-to-run noise alone is ±{floor:.1f}% at this confidence; "
+            f"raise --tweak-threshold above {floor:.1f}% or gate on a quieter machine"
+        )
+    return lines
 
 
 def judge(
@@ -364,6 +439,11 @@ def judge(
         speedup = compare(
             new.speedup, base_speedups, metric="speed-up", judging=judging, higher_is_better=True
         )
+    if new.unstable is not None:
+        notes.insert(0, f"unstable measurement: {new.unstable}")
+        change = replace(change, status=Status.INCONCLUSIVE)
+    elif change.status is Status.INCONCLUSIVE:
+        notes += inconclusive_advice(change, judging, new.load_share)
     problems: list[str] = []
     if change.status is Status.REGRESSED:
         problems.append(change.describe(judging.threshold_pct, judging.confidence))

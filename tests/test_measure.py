@@ -358,3 +358,14 @@ def test_a_cpu_case_on_one_thread_is_timed_by_the_thread_clock() -> None:
     assert measure.make_timer(cpu, threads=1).thread_clock
     assert not measure.make_timer(cpu, threads=2).thread_clock  # other threads' work counts
     assert not measure.make_timer(cpu).thread_clock
+
+
+def test_a_step_midway_is_named_and_noise_is_not() -> None:
+    steady = [1e-3 * (1 + 0.05 * ((i * 7) % 5 - 2)) for i in range(30)]
+    assert measure.step_in(steady) is None
+    stepped = [1e-3] * 15 + [3e-3] * 15  # a fallback to eager halfway
+    text = measure.step_in(stepped)
+    assert text is not None and "stepped from 1 ms to 3 ms" in text
+    wild = [1e-3 if i % 2 else 3e-3 for i in range(30)]  # bimodal throughout: noise, no step
+    assert measure.step_in(wild) is None
+    assert measure.step_in([1e-3, 3e-3] * 4) is None  # too few samples to tell

@@ -297,3 +297,56 @@ def test_format_bytes() -> None:
         "3 MiB",
         "5 GiB",
     ]
+
+
+def _noisy_base(*medians: float) -> BaselineEntry:
+    return entry(*(run(m) for m in medians))
+
+
+def test_inconclusive_says_more_baseline_runs_would_decide_and_how_many() -> None:
+    # a one-run baseline: the configured run noise (3 %) alone is over a 5 % threshold at
+    # 99 %; more runs that agree would shrink it
+    judging = Judging(threshold_pct=5.0, run_noise_pct=3.0)
+    verdict = judge(_noisy_base(1e-3), run(1.0e-3), graph_breaks=1, recompiles=2, judging=judging)
+    assert verdict.status is Status.INCONCLUSIVE
+    notes = "\n".join(verdict.notes)
+    assert "the baseline has 1 run" in notes
+    assert "more baseline run(s) (--tweak-save --tweak-append" in notes
+
+
+def test_inconclusive_says_when_this_runs_own_samples_are_the_noisy_side() -> None:
+    judging = Judging(threshold_pct=5.0, run_noise_pct=0.5)
+    noisy_new = RunRecord(timing=summary(1.0e-3, log_sd=0.03))  # ±3 % on its median
+    verdict = judge(
+        _noisy_base(1e-3, 1e-3, 1e-3), noisy_new, graph_breaks=1, recompiles=2, judging=judging
+    )
+    assert verdict.status is Status.INCONCLUSIVE
+    assert any("measuring 4x longer" in note for note in verdict.notes), verdict.notes
+
+
+def test_inconclusive_says_when_nothing_but_a_higher_threshold_decides_it() -> None:
+    judging = Judging(threshold_pct=1.0, run_noise_pct=5.0)  # a machine far noisier than 1 %
+    verdict = _judge(1e-3, 1e-3, 1.1e-3, 0.9e-3, judging=judging)
+    assert verdict.status is Status.INCONCLUSIVE
+    (last,) = [note for note in verdict.notes if "raise --tweak-threshold above" in note]
+    assert "neither more runs nor longer measurement" in last
+
+
+def test_inconclusive_names_a_busy_machine() -> None:
+    judging = Judging(threshold_pct=5.0, run_noise_pct=3.0)
+    busy = RunRecord(timing=summary(1e-3), load_share=0.45)
+    verdict = judge(_noisy_base(1e-3), busy, graph_breaks=1, recompiles=2, judging=judging)
+    assert any("other processes had this case's core 45%" in note for note in verdict.notes)
+
+
+def test_an_unstable_measurement_is_not_judged_as_noise() -> None:
+    broken = RunRecord(timing=summary(2e-3, log_sd=2.0), unstable="its time stepped from A to B")
+    verdict = judge(_noisy_base(1e-3, 1e-3), broken, graph_breaks=1, recompiles=2, judging=JUDGING)
+    assert verdict.status is Status.INCONCLUSIVE and not verdict.problems
+    assert verdict.notes[0] == "unstable measurement: its time stepped from A to B"
+
+
+def test_unchanged_gets_no_advice() -> None:
+    verdict = _judge(1e-3, 1e-3, 1e-3, 1e-3)
+    assert verdict.status is Status.UNCHANGED
+    assert not [note for note in verdict.notes if "noise ±" in note or "baseline run" in note]
