@@ -12,17 +12,18 @@ import pytest
 import torch
 
 from .backends import Backend, TorchInductorBackend
-from .baselines import BaselineError, broken_entry_message
+from .baselines import BaselineEntry, BaselineError, broken_entry_message
 from .case import BenchmarkResult, CaseError, run_case
 from .devices import lock_name, release_memory, to_device
 from .fingerprint import differences
 from .locks import device_lock
 from .logs import capture_torch_logs
+from .measure import MeasureSettings
 from .plugin import implementers
 from .report import failure_message
 from .session import CaseRecord, LockUse, TweakSession
 from .stats import Summary
-from .verdict import Change, Limits, Status, Verdict
+from .verdict import Change, Judging, Limits, Status, Verdict, precision_needed
 
 __all__ = ["TweakFixture"]
 
@@ -110,6 +111,32 @@ def _noop() -> None:
 
 class _CaseFailed(Exception):
     """A failed case, as pytest-benchmark sees it."""
+
+
+def _decisive(
+    settings: MeasureSettings, entry: BaselineEntry | None, judging: Judging
+) -> MeasureSettings:
+    """The case's measurement against its baseline: when the baseline's noise leaves room for
+    a decision, sampling goes on until the new median is known well enough to decide it
+    (`precision_needed`), with up to the time budget again as extra (at most 2x in all).
+
+    The stopping rule looks at the interval's width only, never at the estimate (a
+    fixed-width sequential rule in the manner of Chow and Robbins): it does not stop when
+    the change happens to look small or large, so the verdict's false-alarm rate stays what
+    its confidence says. Without a baseline, or when no amount of sampling could decide it,
+    the settings stay as they are."""
+    if entry is None or not entry.runs:
+        return settings
+    normalized = [run.normalized for run in entry.runs if run.normalized is not None]
+    runs = (
+        normalized
+        if judging.metric == "normalized" and len(normalized) == len(entry.runs)
+        else [run.timing for run in entry.runs]
+    )
+    needed = precision_needed(runs, judging)
+    if needed is None or needed >= settings.precision_pct:
+        return settings
+    return dataclasses.replace(settings, precision_pct=needed, max_time_s=2.0 * settings.max_time_s)
 
 
 class TweakFixture:
@@ -228,7 +255,11 @@ class TweakFixture:
                     kwargs,
                     backend=self.backend,
                     device=self.device,
-                    settings=options.settings,
+                    settings=_decisive(
+                        options.settings,
+                        None if options.save else self._session.baselines.get(nodeid),
+                        options.judging[self.device.type],
+                    ),
                     runner=runner,
                     instruments=self._session.instruments,
                     checks=options.checks,

@@ -51,6 +51,7 @@ __all__ = [
     "format_seconds",
     "inconclusive_advice",
     "judge",
+    "precision_needed",
 ]
 
 #: A compile-time change smaller than this is never a regression, whatever its percentage:
@@ -279,15 +280,7 @@ def compare(
     estimate = math.log(new.median) - base_log
     if higher_is_better:
         estimate = -estimate
-    within_base = sum(run.log_sd**2 for run in base_runs) / k
-    prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
-    spread: float | None = None
-    if k >= 2:
-        spread = sum((x - base_log) ** 2 for x in base_logs) / (k - 1)
-        between = max(spread - within_base, 0.0)
-        between = (_PRIOR_RUNS * prior + (k - 1) * between) / (_PRIOR_RUNS + k - 1)
-    else:
-        between = prior
+    between, within_base, spread = _baseline_noise(base_runs, judging)
     variance = (between + new.log_sd**2) + (between + within_base) / k
     half = normal_quantile(judging.confidence) * math.sqrt(variance)
     threshold = math.log1p(judging.threshold_pct / 100.0)
@@ -317,6 +310,47 @@ def compare(
         between_pct=math.sqrt(between) * 100.0,
         spread_pct=None if spread is None else math.sqrt(spread) * 100.0,
     )
+
+
+def _baseline_noise(
+    base_runs: Sequence[Summary], judging: Judging
+) -> tuple[float, float, float | None]:
+    """(between, within, spread) as log variances: the run-to-run noise (the runs' own spread
+    shrunk towards the configured run noise), the mean of the runs' own sampling variances,
+    and the runs' raw spread (``None`` with one run)."""
+    k = len(base_runs)
+    base_logs = [math.log(run.median) for run in base_runs]
+    base_log = sum(base_logs) / k
+    within_base = sum(run.log_sd**2 for run in base_runs) / k
+    prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
+    if k < 2:
+        return prior, within_base, None
+    spread = sum((x - base_log) ** 2 for x in base_logs) / (k - 1)
+    measured = max(spread - within_base, 0.0)
+    between = (_PRIOR_RUNS * prior + (k - 1) * measured) / (_PRIOR_RUNS + k - 1)
+    return between, within_base, spread
+
+
+#: The interval a decisive measurement aims for, as a share of the threshold: room for an
+#: estimate near zero to fall inside it, and so be "unchanged".
+_DECISIVE_SHARE = 0.8
+
+
+def precision_needed(base_runs: Sequence[Summary], judging: Judging) -> float | None:
+    """The precision (``MeasureSettings.precision_pct``: the 95 % interval of the new run's
+    median, percent) at which the new run's own sampling leaves room, beside the baseline's
+    noise, for an interval of at most 0.8x the threshold: the run can then be decided either
+    way. ``None`` when the baseline's noise alone is wider: no amount of measuring decides."""
+    if not base_runs:
+        return None
+    between, within_base, _ = _baseline_noise(base_runs, judging)
+    k = len(base_runs)
+    target = math.log1p(_DECISIVE_SHARE * judging.threshold_pct / 100.0)
+    room = (target / normal_quantile(judging.confidence)) ** 2 - between * (1 + 1 / k)
+    room -= within_base / k
+    if room <= 0:
+        return None
+    return math.expm1(normal_quantile(0.975) * math.sqrt(room)) * 100.0
 
 
 def inconclusive_advice(

@@ -350,3 +350,20 @@ def test_unchanged_gets_no_advice() -> None:
     verdict = _judge(1e-3, 1e-3, 1e-3, 1e-3)
     assert verdict.status is Status.UNCHANGED
     assert not [note for note in verdict.notes if "noise ±" in note or "baseline run" in note]
+
+
+def test_a_decisive_measurement_asks_for_the_precision_the_baseline_leaves_room_for() -> None:
+    from pytest_tweak.fixture import _decisive
+    from pytest_tweak.measure import MeasureSettings
+
+    settings = MeasureSettings()
+    quiet_gpu = Judging(threshold_pct=1.0, run_noise_pct=0.25)
+    base = entry(*(run(1e-3, normalized=2.0) for _ in range(3)))
+    decisive = _decisive(settings, base, quiet_gpu)
+    assert decisive.precision_pct < settings.precision_pct
+    assert decisive.max_time_s == 2 * settings.max_time_s  # the bounded extra budget
+    # a one-run cpu baseline: its configured noise alone is wider than the threshold allows,
+    # so measuring longer would decide nothing: the settings stay
+    cpu = Judging(threshold_pct=5.0, run_noise_pct=3.0)
+    assert _decisive(settings, entry(run(1e-3, normalized=2.0)), cpu) == settings
+    assert _decisive(settings, None, quiet_gpu) == settings
