@@ -431,42 +431,9 @@ def judge(
     if baseline is None:
         return Verdict(Status.FAILED if failures else Status.NEW, failures=failures)
     notes: list[str] = []
-    use_device = judging.metric == "device"
-    if use_device and (new.device is None or any(run.device is None for run in baseline.runs)):
-        use_device = False
-        notes.append(
-            "compared latency: no device time in "
-            + ("this run" if new.device is None else "the baseline")
-        )
-    use_normalized = judging.metric == "normalized"
-    if use_normalized and (
-        new.normalized is None or any(run.normalized is None for run in baseline.runs)
-    ):
-        use_normalized = False
-        notes.append(
-            "compared absolute time: the reference workload is missing from "
-            + ("this run" if new.normalized is None else "the baseline")
-        )
-    if use_device:
-        assert new.device is not None
-        change = compare(
-            new.device,
-            [run.device for run in baseline.runs if run.device is not None],
-            metric="device time",
-            judging=judging,
-        )
-    elif use_normalized:
-        assert new.normalized is not None
-        change = compare(
-            new.normalized,
-            [run.normalized for run in baseline.runs if run.normalized is not None],
-            metric="normalized time",
-            judging=judging,
-        )
-    else:
-        change = compare(
-            new.timing, [run.timing for run in baseline.runs], metric="time", judging=judging
-        )
+    figure, label = _gated_figure(judging.metric, new, baseline, notes)
+    base_figures = [getattr(run, figure) for run in baseline.runs]
+    change = compare(getattr(new, figure), base_figures, metric=label, judging=judging)
     speedup = None
     base_speedups = [run.speedup for run in baseline.runs if run.speedup is not None]
     if new.speedup is not None and len(base_speedups) == len(baseline.runs):
@@ -506,6 +473,32 @@ def judge(
         fail_inconclusive=judging.fail_inconclusive,
         failures=failures,
     )
+
+
+#: ``--tweak-metric`` -> the `RunRecord` field it judges, its label, and what stands in for it
+#: (with the note's words) where a run or the baseline lacks it.
+_METRICS = {
+    "device": ("device", "device time", "compared latency: no device time in "),
+    "normalized": (
+        "normalized",
+        "normalized time",
+        "compared absolute time: the reference workload is missing from ",
+    ),
+}
+
+
+def _gated_figure(
+    metric: str, new: RunRecord, baseline: BaselineEntry, notes: list[str]
+) -> tuple[str, str]:
+    """The field of `RunRecord` that ``metric`` judges and its label; the latency
+    (``timing``) where this run or a baseline run lacks it, said in ``notes``."""
+    if metric not in _METRICS:
+        return "timing", "time"
+    field, label, fallback = _METRICS[metric]
+    if getattr(new, field) is None or any(getattr(r, field) is None for r in baseline.runs):
+        notes.append(fallback + ("this run" if getattr(new, field) is None else "the baseline"))
+        return "timing", "time"
+    return field, label
 
 
 def _compile_change(

@@ -367,3 +367,18 @@ def test_a_decisive_measurement_asks_for_the_precision_the_baseline_leaves_room_
     cpu = Judging(threshold_pct=5.0, run_noise_pct=3.0)
     assert _decisive(settings, entry(run(1e-3, normalized=2.0)), cpu) == settings
     assert _decisive(settings, None, quiet_gpu) == settings
+
+
+def test_the_device_metric_judges_device_time_and_falls_back_to_latency_with_a_note() -> None:
+    judging = Judging(threshold_pct=1.0, run_noise_pct=0.25, metric="device")
+    gpu_run = RunRecord(timing=summary(2e-3), device=summary(1e-3))
+    slower_kernels = RunRecord(timing=summary(2e-3), device=summary(1.1e-3))
+    verdict = judge(
+        entry(gpu_run, gpu_run), slower_kernels, graph_breaks=1, recompiles=2, judging=judging
+    )
+    assert verdict.change is not None and verdict.change.metric == "device time"
+    assert verdict.status is Status.REGRESSED  # +10 % kernel time, latency unchanged
+    cpu_base = RunRecord(timing=summary(2e-3))
+    verdict = judge(entry(cpu_base), slower_kernels, graph_breaks=1, recompiles=2, judging=judging)
+    assert verdict.change is not None and verdict.change.metric == "time"
+    assert "compared latency: no device time in the baseline" in verdict.notes
