@@ -385,7 +385,9 @@ def _undecided(verdict: Verdict) -> list[str]:
     """The summary's word on an inconclusive case: why, and what would decide it."""
     if verdict.status is not Status.INCONCLUSIVE:
         return []
-    return [f"  inconclusive: {note}" for note in verdict.notes]
+    return ["  inconclusive; why, and what would decide it:"] + [
+        f"    {note}" for note in verdict.notes
+    ]
 
 
 def _host_note(result: BenchmarkResult) -> list[str]:
