@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_tweak.verdict import format_bytes, format_seconds
+from pytest_tweak.formatting import format_bytes, format_seconds
 
 _HEADERS = (
     "case",

@@ -41,7 +41,7 @@ import json, os, sys, torch
 sys.path.insert(0, os.environ["BENCH_ROOT"])
 from pytest_tweak.backends import TorchInductorBackend
 from pytest_tweak.case import LocalRunner, run_case
-from pytest_tweak.config import TorchInductorBackendConfig
+from pytest_tweak.backend_configs import TorchInductorBackendConfig
 from pytest_tweak.measure import Instruments, MeasureSettings
 
 device = torch.device("cuda")

@@ -321,7 +321,7 @@ def _run_record(info: dict[str, Any]):
 
 def judge_offline(base_runs: list[Any], new: Any, metric: str, device: str) -> str:
     from pytest_tweak.baselines import BaselineEntry
-    from pytest_tweak.plugin import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
+    from pytest_tweak.options import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
     from pytest_tweak.verdict import Judging, judge
 
     judging = Judging(
@@ -514,7 +514,7 @@ def _pct(x: float) -> str:
 
 
 def render(results: dict[str, Any], args: argparse.Namespace) -> str:
-    from pytest_tweak.plugin import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
+    from pytest_tweak.options import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
 
     spec = results["spec"]
     device = spec["device"]

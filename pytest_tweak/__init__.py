@@ -12,6 +12,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .accuracy import Accuracy as Accuracy
     from .accuracy import Tolerance as Tolerance
+    from .backend_configs import AotEagerBackendConfig as AotEagerBackendConfig
+    from .backend_configs import EagerBackendConfig as EagerBackendConfig
+    from .backend_configs import OpenVINOBackendConfig as OpenVINOBackendConfig
+    from .backend_configs import TorchAOBackendConfig as TorchAOBackendConfig
+    from .backend_configs import TorchInductorBackendConfig as TorchInductorBackendConfig
     from .backends import AotEagerBackend as AotEagerBackend
     from .backends import Backend as Backend
     from .backends import EagerBackend as EagerBackend
@@ -22,11 +27,6 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .baselines import RunRecord as RunRecord
     from .case import BenchmarkResult as BenchmarkResult
     from .case import CaseError as CaseError
-    from .config import AotEagerBackendConfig as AotEagerBackendConfig
-    from .config import EagerBackendConfig as EagerBackendConfig
-    from .config import OpenVINOBackendConfig as OpenVINOBackendConfig
-    from .config import TorchAOBackendConfig as TorchAOBackendConfig
-    from .config import TorchInductorBackendConfig as TorchInductorBackendConfig
     from .counters import BreakReason as BreakReason
     from .counters import CacheUse as CacheUse
     from .counters import CompileTimes as CompileTimes
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # explicit re-exports, for type checkers
     from .measure import MeasureSettings as MeasureSettings
     from .plugin import TweakWarning as TweakWarning
     from .registry import BackendSpec as BackendSpec
-    from .session import CaseRecord as CaseRecord
+    from .results import CaseRecord as CaseRecord
     from .stats import Summary as Summary
     from .tuning import BestOfStrategy as BestOfStrategy
     from .tuning import Module as Module
@@ -61,18 +61,18 @@ _EXPORTS = {
     "RunRecord": "baselines",
     "BenchmarkResult": "case",
     "CaseError": "case",
-    "AotEagerBackendConfig": "config",
-    "EagerBackendConfig": "config",
-    "OpenVINOBackendConfig": "config",
-    "TorchAOBackendConfig": "config",
-    "TorchInductorBackendConfig": "config",
+    "AotEagerBackendConfig": "backend_configs",
+    "EagerBackendConfig": "backend_configs",
+    "OpenVINOBackendConfig": "backend_configs",
+    "TorchAOBackendConfig": "backend_configs",
+    "TorchInductorBackendConfig": "backend_configs",
     "BreakReason": "counters",
     "CacheUse": "counters",
     "CompileTimes": "counters",
     "Recompile": "counters",
     "MeasureSettings": "measure",
     "BackendSpec": "registry",
-    "CaseRecord": "session",
+    "CaseRecord": "results",
     "Summary": "stats",
     "TweakFixture": "fixture",
     "TweakWarning": "plugin",

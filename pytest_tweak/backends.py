@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
-from .config import (
+from .backend_configs import (
     TORCHAO_QUANTIZATIONS,
     AotEagerBackendConfig,
     EagerBackendConfig,

@@ -48,14 +48,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
-import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from .files import write_atomic
+from .formatting import geometric_mean
 from .locks import LockTimeout, exclusive
 from .stats import Summary
 
@@ -166,7 +165,7 @@ class BaselineEntry:
     @property
     def median_s(self) -> float:
         """The baseline's seconds per call: the geometric mean of its runs' medians."""
-        return _geometric_mean([run.timing.median for run in self.runs])
+        return geometric_mean([run.timing.median for run in self.runs])
 
     def appended(self, newer: BaselineEntry) -> BaselineEntry:
         """``newer``, carrying this entry's runs before its own (at most `MAX_RUNS`).
@@ -268,12 +267,6 @@ def _run_from_v1(data: dict[str, Any], where: str) -> RunRecord:
         log_sd=log_sd,
     )
     return RunRecord(timing=timing)
-
-
-def _geometric_mean(values: list[float]) -> float:
-    if len(values) == 1:
-        return values[0]
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def _is_number(value: Any) -> TypeGuard[float]:
@@ -477,38 +470,12 @@ def merge_baselines(
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically: a flushed temporary file, then a rename."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write ``text`` to ``path`` atomically (`pytest_tweak.files.write_atomic`), keeping the
+    file's mode; a failure is a `BaselineError`."""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as tmp:
-            tmp.write(text)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        if path.exists():
-            os.chmod(tmp_name, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp_name, 0o666 & ~_umask())
-        os.replace(tmp_name, path)
-        _sync_folder(path.parent)
+        write_atomic(path, text, keep_mode=True)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
         raise BaselineError(path, f"could not be written: {exc}") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (POSIX; Windows has no folder handles to sync)."""
-    if sys.platform == "win32":  # pragma: no cover
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
@@ -529,9 +496,3 @@ def _locked(path: Path, timeout_s: float | None = None) -> Iterator[None]:
         raise BaselineError(path, f"could not be locked for saving ({lock_path}): {exc}") from exc
     with held:
         yield
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask

@@ -24,9 +24,8 @@ import argparse
 import dataclasses
 import fnmatch
 import json
-import math
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,8 @@ from .baselines import (
     update_baselines,
 )
 from .devices import DEVICES
-from .fingerprint import differences, render_fingerprint
+from .fingerprint import apply_policy, differences, render_fingerprint
+from .formatting import format_bytes, format_seconds, geometric_mean, text_table
 from .options import (
     DEFAULT_COMPILE_THRESHOLD_PCT,
     DEFAULT_CONFIDENCE,
@@ -50,13 +50,12 @@ from .options import (
     DEFAULT_THRESHOLD_PCT,
     FINGERPRINT_POLICIES,
     METRICS,
-    judging_per_device,
-    parse_choice,
-    parse_number,
-    parse_per_device,
+    OptionError,
+    Raw,
     per_device_text,
+    resolve_judging,
 )
-from .verdict import Judging, Status, Verdict, format_bytes, format_seconds, judge
+from .verdict import Judging, Status, Verdict, judge
 
 __all__ = ["EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "main"]
 
@@ -261,16 +260,6 @@ def _matches(key: str, patterns: Sequence[str]) -> bool:
     )
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    rows = [tuple(r) for r in rows]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-
-    def fmt(cells: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return [fmt(headers), fmt(["-" * w for w in widths]), *(fmt(r) for r in rows)]
-
-
 def _entries(n: int) -> str:
     return f"{n} entr{'y' if n == 1 else 'ies'}"
 
@@ -282,18 +271,14 @@ def _print_json(data: Any) -> None:
 # -- show ---------------------------------------------------------------------------------
 
 
-def _geometric_mean(values: Sequence[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
-
-
 def _normalized(entry: BaselineEntry) -> float | None:
     values = [run.normalized.median for run in entry.runs if run.normalized is not None]
-    return _geometric_mean(values) if values and len(values) == len(entry.runs) else None
+    return geometric_mean(values) if values and len(values) == len(entry.runs) else None
 
 
 def _speedup(entry: BaselineEntry) -> float | None:
     values = [run.speedup.median for run in entry.runs if run.speedup is not None]
-    return _geometric_mean(values) if values and len(values) == len(entry.runs) else None
+    return geometric_mean(values) if values and len(values) == len(entry.runs) else None
 
 
 def _config_text(config: Mapping[str, Any]) -> str:
@@ -379,7 +364,7 @@ def _show(args: argparse.Namespace) -> int:
             "peak mem",
             "env",
         )
-        for line in _table(headers, rows):
+        for line in text_table(headers, rows):
             _out(line)
     if environments:
         _out("")
@@ -402,56 +387,22 @@ def _label(index: int) -> str:
 # -- diff ---------------------------------------------------------------------------------
 
 
-def _option(value: Any, flag: str, parse: Callable[[Any], Any], default: Any) -> Any:
-    if value is None:
-        return default
-    try:
-        return parse(value)
-    except ValueError as exc:
-        raise CliError(f"{flag}: {exc}") from None
-
-
 def _judging(args: argparse.Namespace) -> dict[str, Judging]:
-    return judging_per_device(
-        _option(
-            args.threshold,
-            "--threshold",
-            lambda v: parse_per_device(v, DEFAULT_THRESHOLD_PCT, "a percentage > 0", _positive),
-            DEFAULT_THRESHOLD_PCT,
-        ),
-        _option(
-            args.run_noise,
-            "--run-noise",
-            lambda v: parse_per_device(
-                v, DEFAULT_RUN_NOISE_PCT, "a percentage >= 0", lambda x: x >= 0
-            ),
-            DEFAULT_RUN_NOISE_PCT,
-        ),
-        metric=_option(args.metric, "--metric", lambda v: parse_choice(v, METRICS), METRICS[0]),
-        fail_inconclusive=args.fail_inconclusive,
-        compile_threshold_pct=_option(
-            args.compile_threshold,
-            "--compile-threshold",
-            lambda v: parse_number(v, "a percentage > 0", _positive),
-            DEFAULT_COMPILE_THRESHOLD_PCT,
-        ),
-        memory_threshold_pct=_option(
-            args.memory_threshold,
-            "--memory-threshold",
-            lambda v: parse_number(v, "a percentage > 0", _positive),
-            DEFAULT_MEMORY_THRESHOLD_PCT,
-        ),
-        confidence=_option(
-            args.confidence,
-            "--confidence",
-            lambda v: parse_number(v, "a number between 0.5 and 1", lambda x: 0.5 < x < 1),
-            DEFAULT_CONFIDENCE,
-        ),
-    )
-
-
-def _positive(value: float) -> bool:
-    return value > 0
+    """The judging flags, resolved as the plugin resolves its own (`resolve_judging`)."""
+    flags = {
+        "threshold": args.threshold,
+        "run_noise": args.run_noise,
+        "metric": args.metric,
+        "fail_inconclusive": args.fail_inconclusive or None,
+        "compile_threshold": args.compile_threshold,
+        "memory_threshold": args.memory_threshold,
+        "confidence": args.confidence,
+    }
+    raw = Raw({name: (value, "--" + name.replace("_", "-")) for name, value in flags.items()})
+    try:
+        return resolve_judging(raw)
+    except OptionError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _device(key: str, *entries: BaselineEntry | None) -> str:
@@ -488,16 +439,19 @@ def _judge_entry(
     failures: tuple[str, ...] = ()
     changed = differences(old.fingerprint, new.fingerprint)
     if changed:
-        where = "recorded in another environment than OLD's entry: " + "; ".join(changed)
-        if policy == "skip":
-            note = f"not compared (--fingerprint-policy=skip): {where}"
-            verdict = Verdict(Status.NOT_COMPARED, notes=(note,))
+        outcome = apply_policy(
+            policy,
+            "recorded in another environment than OLD's entry: " + "; ".join(changed),
+            "--fingerprint-policy",
+        )
+        if not outcome.compare:
+            verdict = Verdict(Status.NOT_COMPARED, notes=(outcome.note or "",))
             device = _device(key, new, old)
             return _Row(key, str(verdict.status), False, verdict, old, new, device, (), judging)
-        if policy == "fail":
-            failures = (f"{where} (--fingerprint-policy=fail)",)
-        else:
-            notes.append(where)
+        if outcome.failure is not None:
+            failures = (outcome.failure,)
+        elif outcome.note is not None:
+            notes.append(outcome.note)
     verdict = judge(
         old,
         run,
@@ -517,12 +471,11 @@ def _judge_entry(
 def _diff_rows(
     old: BaselineFile, new: BaselineFile, judging: Mapping[str, Judging], args: argparse.Namespace
 ) -> list[_Row]:
-    policy = _option(
-        args.fingerprint_policy,
-        "--fingerprint-policy",
-        lambda v: parse_choice(v, FINGERPRINT_POLICIES),
-        FINGERPRINT_POLICIES[0],
-    )
+    raw = Raw({"fingerprint_policy": (args.fingerprint_policy, "--fingerprint-policy")})
+    try:
+        policy = raw.choice("fingerprint_policy", FINGERPRINT_POLICIES, FINGERPRINT_POLICIES[0])
+    except OptionError as exc:
+        raise CliError(str(exc)) from None
     keys = {*old.entries, *old.skipped, *new.entries, *new.skipped}
     rows = []
     for key in sorted(k for k in keys if _matches(k, args.test)):
@@ -611,7 +564,7 @@ def _diff(args: argparse.Namespace) -> int:
             "peak mem",
             "verdict",
         )
-        for line in _table(headers, (_diff_cells(row) for row in rows)):
+        for line in text_table(headers, (_diff_cells(row) for row in rows)):
             _out(line)
     details = [(row, _details(row)) for row in rows]
     details = [(row, lines) for row, lines in details if lines]

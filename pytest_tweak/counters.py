@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import linecache
 import logging
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -40,6 +39,8 @@ from typing import Any
 import torch
 import torch._dynamo
 import torch._dynamo.utils as _dynamo_utils
+
+from .formatting import short_path
 
 __all__ = [
     "BreakReason",
@@ -97,7 +98,7 @@ class BreakReason:
         ``<unknown>``."""
         if self.filename is None:
             return "<unknown>"
-        return f"{_short_path(self.filename)}:{self.lineno}"
+        return f"{short_path(self.filename)}:{self.lineno}"
 
     @property
     def summary(self) -> str:
@@ -458,14 +459,6 @@ def known_log_artifacts() -> tuple[str, ...]:
     return tuple(sorted(log_registry.artifact_names))
 
 
-def _short_path(filename: str) -> str:
-    try:
-        relative = os.path.relpath(filename)
-    except ValueError:  # another drive on Windows
-        return filename
-    return filename if relative.startswith("..") else relative
-
-
 def _first_line(text: str) -> str:
     """The first line, without dynamo's ``frame/compile:`` id (``0/1: tensor 'x' ...``)."""
     lines = text.strip().splitlines()
@@ -477,7 +470,7 @@ def _frame_name(metric: Any) -> str:
     name = getattr(metric, "co_name", None) or "<frame>"
     filename = getattr(metric, "co_filename", None)
     lineno = getattr(metric, "co_firstlineno", None)
-    return f"{name} ({_short_path(filename)}:{lineno})" if filename else name
+    return f"{name} ({short_path(filename)}:{lineno})" if filename else name
 
 
 def _is_limit_failure(fail_reason: str | None) -> bool:

@@ -13,10 +13,22 @@ import json
 import os
 import platform
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["base_fingerprint", "check_fingerprint", "differences", "render_fingerprint"]
+__all__ = [
+    "POLICIES",
+    "PolicyOutcome",
+    "apply_policy",
+    "base_fingerprint",
+    "check_fingerprint",
+    "differences",
+    "render_fingerprint",
+]
+
+#: What to do with a baseline recorded in another environment.
+POLICIES = ("warn", "skip", "fail")
 
 
 def _cpu_name() -> str:
@@ -89,3 +101,29 @@ def differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list
 def render_fingerprint(fingerprint: Mapping[str, Any]) -> str:
     """One line: ``key=value`` pairs in the fingerprint's order."""
     return ", ".join(f"{key}={value}" for key, value in fingerprint.items())
+
+
+@dataclass(frozen=True)
+class PolicyOutcome:
+    """What the fingerprint policy makes of a baseline recorded in another environment.
+
+    Attributes:
+        compare: Whether the case is judged against it at all.
+        failure: Why the case fails (``fail``), or ``None``.
+        note: What the verdict notes (``warn``: the differences; ``skip``: not compared).
+    """
+
+    compare: bool
+    failure: str | None = None
+    note: str | None = None
+
+
+def apply_policy(policy: str, where: str, flag: str, fail_hint: str = "") -> PolicyOutcome:
+    """The policy (`POLICIES`) applied to a baseline from another environment; ``where`` says
+    what differs, ``flag`` is the option that set the policy, ``fail_hint`` what to do about a
+    failure."""
+    if policy == "skip":
+        return PolicyOutcome(compare=False, note=f"not compared ({flag}=skip): {where}")
+    if policy == "fail":
+        return PolicyOutcome(compare=True, failure=f"{where} ({flag}=fail{fail_hint})")
+    return PolicyOutcome(compare=True, note=where)

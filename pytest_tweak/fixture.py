@@ -15,14 +15,15 @@ from .backends import Backend, TorchInductorBackend
 from .baselines import BaselineEntry, BaselineError, broken_entry_message
 from .case import BenchmarkResult, CaseError, run_case
 from .devices import lock_name, release_memory, to_device
-from .fingerprint import differences
+from .fingerprint import apply_policy, differences
+from .hookspec import implementers
 from .locks import device_lock
 from .logs import capture_torch_logs
 from .measure import MeasureSettings
-from .plugin import implementers
-from .report import failure_message
-from .session import CaseRecord, LockUse, TweakSession
+from .results import CaseRecord
+from .runstate import LockUse, RunState
 from .stats import Summary
+from .terminal import failure_message
 from .verdict import Change, Judging, Limits, Status, Verdict, precision_needed
 
 __all__ = ["TweakFixture"]
@@ -154,7 +155,7 @@ class TweakFixture:
     def __init__(
         self,
         request: pytest.FixtureRequest,
-        session: TweakSession,
+        session: RunState,
         device: str,
         config: Any,
         backend: Backend | None = None,
@@ -297,7 +298,7 @@ class TweakFixture:
             backend=self.backend_name,
             fingerprint=session.fingerprint,
         )
-        session.add(record)
+        case = session.add(record)
         info = benchmark.extra_info["tweak"]
         info["verdict"] = _verdict_info(verdict)
         # pytest-tweak's own time in this call: everything but the measured phases
@@ -306,9 +307,7 @@ class TweakFixture:
         if verdict.failed:
             judging = session.options.judging[self.device.type]
             pytest.fail(
-                failure_message(
-                    nodeid, verdict, result, str(session.options.baseline_path), judging
-                ),
+                failure_message(case, str(session.options.baseline_path), judging),
                 pytrace=False,
             )
         return result
@@ -345,18 +344,17 @@ class TweakFixture:
         changed = [] if baseline is None else differences(baseline.fingerprint, session.fingerprint)
         if changed:
             session.environment_changed[item.nodeid] = changed
-            where = "the baseline was recorded in another environment: " + "; ".join(changed)
-            policy = session.options.fingerprint_policy
-            if policy == "skip":
+            policy = apply_policy(
+                session.options.fingerprint_policy,
+                "the baseline was recorded in another environment: " + "; ".join(changed),
+                "--tweak-fingerprint-policy",
+                ": record a baseline here with --tweak-save",
+            )
+            if not policy.compare:
                 status = Status.FAILED if failures else Status.NOT_COMPARED
-                note = f"not compared (--tweak-fingerprint-policy=skip): {where}"
-                return Verdict(status, failures=failures, notes=(note,))
-            if policy == "fail":
-                failures = (
-                    *failures,
-                    f"{where} (--tweak-fingerprint-policy=fail: record a baseline here with "
-                    "--tweak-save)",
-                )
+                return Verdict(status, failures=failures, notes=(policy.note or "",))
+            if policy.failure is not None:
+                failures = (*failures, policy.failure)
         hook = self._request.config.hook.pytest_tweak_verdict
         verdict = hook(
             item=item,

@@ -12,21 +12,35 @@ implementations ``@pytest.hookimpl(optionalhook=True)``.
 
 pytest-tweak's defaults are implementations of these hooks too (``trylast`` where they
 provide a value), so a plugin's implementation runs before them and can override them.
+`implementers` names the plugins behind a hook in pytest-tweak's messages.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from pluggy import HookCaller
+
     from .baselines import BaselineEntry, RunRecord
     from .case import BenchmarkResult
     from .registry import BackendSpec
-    from .session import CaseRecord
+    from .results import CaseRecord
     from .verdict import Judging, Verdict
+
+#: The module holding pytest-tweak's own implementations of its hooks.
+_OWN_IMPLEMENTATIONS = "pytest_tweak.plugin"
+
+
+def implementers(hook: HookCaller) -> str:
+    """The plugins implementing ``hook`` other than pytest-tweak itself, for messages."""
+    own = sys.modules.get(_OWN_IMPLEMENTATIONS)
+    names = [impl.plugin_name for impl in hook.get_hookimpls() if impl.plugin is not own]
+    return ", ".join(reversed(names)) or "pytest-tweak only"
 
 
 @pytest.hookspec()

@@ -1,40 +1,61 @@
-"""The judging options' defaults and the parsing of their values, free of pytest.
+"""pytest-tweak's options, free of pytest: the option table (name, value, help), the
+`TweakOptions` they resolve to, and `resolve_options`, which turns the raw values (each with
+where it came from) into them or raises `OptionError` naming the option, the value and what is
+allowed.
 
-Shared by the plugin (``--tweak-threshold`` and its ini twin, ...) and the command line
-(``python -m pytest_tweak diff --threshold ...``), so that both judge with the same numbers and
-accept the same spellings. A bad value is a `ValueError` saying what is wrong and what is
-allowed; the caller adds where the value came from.
+The plugin only gathers raw values from the command line and the ini file and calls
+`resolve_options`; the command line tool (``python -m pytest_tweak diff``) resolves its
+judging flags through `resolve_judging`, so both judge with the same numbers and accept the
+same spellings.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .devices import DEVICES
+from .devices import DEVICES, parse_device
+from .fingerprint import POLICIES
+from .measure import CaseChecks, MeasureSettings
 from .verdict import (
+    COMPILE_FLOOR_S,
     DEFAULT_COMPILE_THRESHOLD_PCT,
     DEFAULT_CONFIDENCE,
     DEFAULT_MEMORY_THRESHOLD_PCT,
     Judging,
+    Limits,
 )
 
 __all__ = [
+    "DEFAULT_BASELINE",
     "DEFAULT_COMPILE_THRESHOLD_PCT",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_MEMORY_THRESHOLD_PCT",
     "DEFAULT_RUN_NOISE_PCT",
     "DEFAULT_THRESHOLD_PCT",
     "FINGERPRINT_POLICIES",
+    "LIMIT_KEYS",
     "METRICS",
+    "OPTIONS",
+    "Option",
+    "OptionError",
+    "Raw",
+    "TweakOptions",
     "judging_per_device",
     "parse_choice",
     "parse_number",
     "parse_per_device",
     "per_device_text",
+    "resolve_judging",
+    "resolve_options",
 ]
 
+#: Smallest slow-down that counts, in percent, per device type; measured in
+#: docs/measurement.md (false alarms and detection power at these values).
 #: Smallest slow-down that counts, in percent, per device type; measured in
 #: docs/measurement.md (false alarms and detection power at these values).
 DEFAULT_THRESHOLD_PCT: dict[str, float] = {"cpu": 5.0, "cuda": 1.0, "xpu": 1.0}
@@ -43,7 +64,9 @@ DEFAULT_THRESHOLD_PCT: dict[str, float] = {"cpu": 5.0, "cuda": 1.0, "xpu": 1.0}
 DEFAULT_RUN_NOISE_PCT: dict[str, float] = {"cpu": 3.0, "cuda": 0.5, "xpu": 0.5}
 METRICS = ("normalized", "absolute", "device")
 #: What to do with a baseline recorded in another environment.
-FINGERPRINT_POLICIES = ("warn", "skip", "fail")
+FINGERPRINT_POLICIES = POLICIES
+#: Marker keywords of ``tweak_limits``; the first two also have options (--tweak-max-...).
+LIMIT_KEYS = ("graph_breaks", "recompiles", "cudagraph_skips")
 
 
 def per_device_text(values: Mapping[str, float]) -> str:
@@ -124,3 +147,500 @@ def judging_per_device(
         )
         for device in DEVICES
     }
+
+
+# -- the option table ------------------------------------------------------------------
+
+DEFAULT_BASELINE = "tweak-baselines.json"
+
+DEVICE_HELP = (
+    "devices to run tweak cases on, comma separated or repeated: "
+    f"{', '.join(DEVICES)} (default: cpu); an index (cuda:0,cuda:1) lists the devices that "
+    "pytest-xdist workers take in turn"
+)
+
+ALLOW_MISSING_DEVICE_HELP = (
+    "let a device named by --tweak-device (or its ini twin) that torch cannot use skip its "
+    "cases without failing the run (default: such a run fails, so a runner whose GPU is gone "
+    "does not pass the gate)"
+)
+
+SAVE_HELP = "record the measured cases into the baseline file (keeps every other entry)"
+
+APPEND_HELP = (
+    "with --tweak-save, add this run to each entry's runs instead of replacing them "
+    "(keeps the last 20): run it a few times to record a baseline whose spread between runs "
+    "the verdict can use"
+)
+
+BASELINE_HELP = f"the baseline file (default: {DEFAULT_BASELINE} in the rootdir)"
+
+THRESHOLD_HELP = (
+    "smallest slow-down against the baseline that fails a test, in percent; one value, or "
+    f"DEVICE=PCT pairs (default: {per_device_text(DEFAULT_THRESHOLD_PCT)})"
+)
+
+RUN_NOISE_HELP = (
+    "run-to-run noise of a median in percent (one standard deviation), assumed when a "
+    f"baseline holds a single run; one value or DEVICE=PCT pairs "
+    f"(default: {per_device_text(DEFAULT_RUN_NOISE_PCT)})"
+)
+
+METRIC_HELP = (
+    "what the verdict compares: 'normalized' (the case's latency over fixed reference "
+    "workloads timed in turn with it, so a slower machine today is not a regression), "
+    "'absolute' (latency, seconds per call) or 'device' (cuda/xpu: the kernels' time per "
+    "call, launch overhead left out) (default: normalized)"
+)
+
+FAIL_INCONCLUSIVE_HELP = "fail a test whose comparison is too noisy to decide"
+
+FAST_HELP = (
+    "quick local measurement: short warm-up and sampling, no eager companion "
+    "(explicit measurement options still win)"
+)
+
+# The measurement defaults live in MeasureSettings; the options only override them.
+_DEFAULTS = MeasureSettings()
+
+WARMUP_HELP = (
+    "at most this many seconds of warm-up per case after the compiling call; warm-up stops "
+    f"earlier once timings are stable (default: {_DEFAULTS.warmup_s:g})"
+)
+
+MAX_TIME_HELP = (
+    "seconds of sampling per case, companions included; sampling stops earlier once the "
+    f"median is precise (default: {_DEFAULTS.max_time_s:g})"
+)
+
+MIN_ROUNDS_HELP = f"fewest samples per case (default: {_DEFAULTS.min_rounds})"
+
+PRECISION_HELP = (
+    "stop sampling once the median's 95 percent confidence interval is within this many percent "
+    f"(default: {_DEFAULTS.precision_pct:g})"
+)
+
+EAGER_HELP = (
+    "time the model uncompiled too, in turn with the compiled one, for the speed-up: on or "
+    "off (default: on)"
+)
+
+CPU_THREADS_HELP = (
+    "torch intra-op threads for cpu cases, compile included; 0 keeps torch's own setting "
+    f"(default: {_DEFAULTS.cpu_threads or 0})"
+)
+
+MAX_GRAPH_BREAKS_HELP = (
+    "fail a case with more graph breaks than this, baseline or not; a test's "
+    "@pytest.mark.tweak_limits overrides it (default: no limit)"
+)
+
+MAX_RECOMPILES_HELP = (
+    "fail a case with more recompiles than this, baseline or not; a test's "
+    "@pytest.mark.tweak_limits overrides it (default: no limit)"
+)
+
+COMPILE_THRESHOLD_HELP = (
+    "smallest compile-time increase against the baseline that fails a test, in percent; also "
+    f"at least {COMPILE_FLOOR_S:g} s, and only compared when the inductor cache was hit or "
+    f"missed alike (default: {DEFAULT_COMPILE_THRESHOLD_PCT:g})"
+)
+
+MEMORY_THRESHOLD_HELP = (
+    "smallest peak-memory increase against the baseline that fails a test, in percent "
+    f"(default: {DEFAULT_MEMORY_THRESHOLD_PCT:g})"
+)
+
+COLD_COMPILE_HELP = (
+    "compile every case against empty, temporary inductor caches, so compile time is a first "
+    "compile's (slow: use it when compile time is what is tested)"
+)
+
+ACCURACY_HELP = (
+    "compare each compiled output with the eager model's on the same inputs and fail when "
+    "it differs: on or off (default: on)"
+)
+
+RTOL_HELP = "relative tolerance of the accuracy check (default: by dtype, looser under autocast)"
+
+ATOL_HELP = "absolute tolerance of the accuracy check (default: by dtype, looser under autocast)"
+
+LOGS_HELP = (
+    "TORCH_LOGS artifacts to turn on during each case, comma separated (e.g. "
+    "graph_breaks,recompiles); their output is attached to the test's report as "
+    "'tweak logs' (default: none)"
+)
+
+LIST_OPTIONS_HELP = "print the inductor modes and options this torch knows, and exit"
+
+FINGERPRINT_POLICY_HELP = (
+    "when a case's baseline was recorded in another environment (its fingerprint: torch, "
+    "python, cpu, threads, device name, ... differs): 'warn' compares and says so in the "
+    "message and the summary, 'skip' does not compare, 'fail' fails the test (default: warn)"
+)
+
+PROGRESS_MODES = ("auto", "on", "off")
+
+PROGRESS_HELP = (
+    "show each case's phase (compiling, warming up, measuring, ...) and its elapsed time on "
+    "the terminal while it runs, erased when the case ends: 'auto' does so on a terminal, "
+    "not under -q and not when the CI environment variable is set (default: auto)"
+)
+
+JSON_HELP = (
+    "write a JSON report of every case (metrics, baseline, verdict, environment) to this "
+    "file; schema: pytest_tweak/report.schema.json (default: none)"
+)
+
+MARKDOWN_HELP = (
+    "write a markdown summary (per test: configs by device, change, speed-up, verdict) to "
+    "this file; it is also appended to $GITHUB_STEP_SUMMARY when that is set (default: none)"
+)
+
+HTML_HELP = (
+    "write a self-contained HTML report with per-device charts of every test's configs "
+    "to this file (default: none)"
+)
+
+#: The report options: name, what the file is, the file name an example suggests.
+_REPORTS = (
+    ("json", "JSON report", "tweak-report.json"),
+    ("markdown", "markdown report", "tweak-report.md"),
+    ("html", "HTML report", "tweak-report.html"),
+)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: ``--tweak-NAME`` on the command line, ``tweak_NAME`` in the ini file.
+
+    Attributes:
+        name: The name without the ``tweak_`` prefix, underscores for dashes.
+        metavar: What the value looks like; ``None``: a flag (a bool ini key).
+        help: The help text.
+        repeat: The command-line option may be repeated (its values add up).
+    """
+
+    name: str
+    metavar: str | None
+    help: str
+    repeat: bool = False
+
+    @property
+    def dest(self) -> str:
+        return f"tweak_{self.name}"
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.dest.replace("_", "-")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("device", "DEV", DEVICE_HELP, repeat=True),
+    Option("allow_missing_device", None, ALLOW_MISSING_DEVICE_HELP),
+    Option("save", None, SAVE_HELP),
+    Option("append", None, APPEND_HELP),
+    Option("baseline", "PATH", BASELINE_HELP),
+    Option("threshold", "PCT", THRESHOLD_HELP),
+    Option("run_noise", "PCT", RUN_NOISE_HELP),
+    Option("metric", "NAME", METRIC_HELP),
+    Option("fail_inconclusive", None, FAIL_INCONCLUSIVE_HELP),
+    Option("fast", None, FAST_HELP),
+    Option("warmup", "SECONDS", WARMUP_HELP),
+    Option("max_time", "SECONDS", MAX_TIME_HELP),
+    Option("min_rounds", "N", MIN_ROUNDS_HELP),
+    Option("precision", "PCT", PRECISION_HELP),
+    Option("eager", "on|off", EAGER_HELP),
+    Option("cpu_threads", "N", CPU_THREADS_HELP),
+    Option("max_graph_breaks", "N", MAX_GRAPH_BREAKS_HELP),
+    Option("max_recompiles", "N", MAX_RECOMPILES_HELP),
+    Option("compile_threshold", "PCT", COMPILE_THRESHOLD_HELP),
+    Option("memory_threshold", "PCT", MEMORY_THRESHOLD_HELP),
+    Option("cold_compile", None, COLD_COMPILE_HELP),
+    Option("accuracy", "on|off", ACCURACY_HELP),
+    Option("rtol", "X", RTOL_HELP),
+    Option("atol", "X", ATOL_HELP),
+    Option("logs", "ARTIFACTS", LOGS_HELP),
+    Option("fingerprint_policy", "warn|skip|fail", FINGERPRINT_POLICY_HELP),
+    Option("progress", "auto|on|off", PROGRESS_HELP),
+    Option("json", "PATH", JSON_HELP),
+    Option("markdown", "PATH", MARKDOWN_HELP),
+    Option("html", "PATH", HTML_HELP),
+)
+
+
+# -- resolution ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TweakOptions:
+    """The settings in force, resolved from the command line, the ini file and defaults."""
+
+    devices: tuple[str, ...]
+    baseline_path: Path
+    save: bool
+    judging: Mapping[str, Judging]  # per device type
+    append: bool = False
+    settings: MeasureSettings = field(default_factory=MeasureSettings)
+    checks: CaseChecks = field(default_factory=CaseChecks)
+    limits: Limits = field(default_factory=Limits)  # the defaults; a marker overrides them
+    logs: tuple[str, ...] = ()  # TORCH_LOGS artifacts captured per case
+    #: A baseline recorded in another environment: "warn", "skip" or "fail".
+    fingerprint_policy: str = "warn"
+    #: Device indices listed per accelerator type (``cuda:0,cuda:1``), taken by xdist workers.
+    device_pools: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    #: Show each case's phase on the terminal while it runs: "auto", "on" or "off".
+    progress: str = "auto"
+    #: The report files to write (``--tweak-json``, ``--tweak-markdown``, ``--tweak-html``).
+    json_path: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
+    #: Where ``devices`` came from: ``--tweak-device``, its ini twin, or ``default``.
+    devices_source: str = "default"
+    #: A device asked for by name that torch cannot use skips its cases without failing.
+    allow_missing_device: bool = False
+
+
+class OptionError(ValueError):
+    """A bad option value: the message names where it came from, the value and what is
+    allowed (the plugin turns it into a `pytest.UsageError`)."""
+
+
+@dataclass(frozen=True)
+class Raw:
+    """The raw option values, by name (``threshold``, not ``tweak_threshold``), each with where
+    it came from (``--tweak-threshold``, ``ini option tweak_threshold``); an option not given
+    is absent, or ``None``.
+
+    Attributes:
+        values: name -> (value, source).
+        invocation_dir: Where a path given on the command line is relative to.
+        ini_dir: Where a path given in the ini file is relative to.
+        rootdir: Where the default baseline file lives.
+    """
+
+    values: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
+    invocation_dir: Path = field(default_factory=Path.cwd)
+    ini_dir: Path = field(default_factory=Path.cwd)
+    rootdir: Path = field(default_factory=Path.cwd)
+
+    def get(self, name: str) -> tuple[Any, str]:
+        """The value of option ``name`` and its source; ``(None, "default")`` when not given."""
+        value, source = self.values.get(name, (None, "default"))
+        if value is None or value == "" or value == [] or value is False:
+            return None, "default"
+        return value, source
+
+    def given(self, name: str) -> bool:
+        return self.get(name)[0] is not None
+
+    def path(self, name: str) -> tuple[Path | None, str]:
+        """A path option: relative to the invocation folder on the command line, to the ini
+        file's folder in the ini file."""
+        raw, source = self.get(name)
+        if raw is None or not str(raw).strip():
+            return None, source
+        base = self.invocation_dir if source.startswith("--") else self.ini_dir
+        return base / str(raw), source
+
+    def number(
+        self, name: str, default: float, allowed: str, check: Callable[[float], bool]
+    ) -> float:
+        raw, source = self.get(name)
+        if raw is None:
+            return default
+        try:
+            return parse_number(str(raw), allowed, check)
+        except ValueError:
+            raise OptionError(f"{source}: invalid value {raw!r}; expected {allowed}") from None
+
+    def optional_number(
+        self, name: str, allowed: str, check: Callable[[float], bool]
+    ) -> float | None:
+        return None if not self.given(name) else self.number(name, 0.0, allowed, check)
+
+    def choice(self, name: str, choices: tuple[str, ...], default: str) -> str:
+        raw, source = self.get(name)
+        if raw is None:
+            return default
+        try:
+            return parse_choice(raw, choices)
+        except ValueError as exc:
+            raise OptionError(f"{source}: {exc}") from None
+
+    def per_device(
+        self, name: str, defaults: Mapping[str, float], allowed: str, check: Callable[[float], bool]
+    ) -> dict[str, float]:
+        """One number for every device, or ``DEVICE=NUMBER`` pairs over the defaults."""
+        raw, source = self.get(name)
+        if raw is None:
+            return dict(defaults)
+        try:
+            return parse_per_device(raw, defaults, allowed, check)
+        except ValueError as exc:
+            raise OptionError(f"{source}: {exc}") from None
+
+
+def resolve_judging(raw: Raw) -> dict[str, Judging]:
+    """One `Judging` per device type from ``threshold``, ``run_noise``, ``metric``,
+    ``fail_inconclusive``, ``compile_threshold``, ``memory_threshold`` and ``confidence``."""
+    return judging_per_device(
+        raw.per_device("threshold", DEFAULT_THRESHOLD_PCT, "a percentage > 0", lambda v: v > 0),
+        raw.per_device("run_noise", DEFAULT_RUN_NOISE_PCT, "a percentage >= 0", lambda v: v >= 0),
+        metric=raw.choice("metric", METRICS, METRICS[0]),
+        fail_inconclusive=raw.given("fail_inconclusive"),
+        compile_threshold_pct=raw.number(
+            "compile_threshold", DEFAULT_COMPILE_THRESHOLD_PCT, "a percentage > 0", lambda v: v > 0
+        ),
+        memory_threshold_pct=raw.number(
+            "memory_threshold", DEFAULT_MEMORY_THRESHOLD_PCT, "a percentage > 0", lambda v: v > 0
+        ),
+        confidence=raw.number(
+            "confidence", DEFAULT_CONFIDENCE, "a number between 0.5 and 1", lambda v: 0.5 < v < 1
+        ),
+    )
+
+
+def resolve_options(raw: Raw) -> TweakOptions:
+    """The settings in force; `OptionError` for the first bad value."""
+    devices, pools = _devices(raw)
+    baseline, baseline_source = raw.path("baseline")
+    save = raw.given("save")
+    if baseline is None:
+        baseline = raw.rootdir / DEFAULT_BASELINE
+    judging = resolve_judging(raw)
+    metric = raw.choice("metric", METRICS, METRICS[0])
+    preset = MeasureSettings.fast() if raw.given("fast") else _DEFAULTS
+    integer = "an integer >= 0"
+    settings = MeasureSettings(
+        warmup_s=raw.number("warmup", preset.warmup_s, "seconds >= 0", lambda v: v >= 0),
+        max_time_s=raw.number("max_time", preset.max_time_s, "seconds >= 0", lambda v: v >= 0),
+        min_rounds=int(
+            raw.number(
+                "min_rounds", preset.min_rounds, "an integer >= 1", lambda v: v >= 1 and v == int(v)
+            )
+        ),
+        precision_pct=raw.number(
+            "precision", preset.precision_pct, "a percentage >= 0", lambda v: v >= 0
+        ),
+        cpu_threads=int(raw.number("cpu_threads", preset.cpu_threads or 0, integer, _whole))
+        or None,
+        eager=raw.choice("eager", ("on", "off"), "on" if preset.eager else "off") == "on",
+        reference=metric == "normalized",
+        stable_pct=preset.stable_pct,
+    )
+    if save:
+        _check_baseline_writable(baseline, baseline_source)
+    checks = CaseChecks(
+        accuracy=raw.choice("accuracy", ("on", "off"), "on") == "on",
+        rtol=raw.optional_number("rtol", "a number >= 0", lambda v: v >= 0),
+        atol=raw.optional_number("atol", "a number >= 0", lambda v: v >= 0),
+        cold=raw.given("cold_compile"),
+    )
+    limits: dict[str, Any] = {}
+    for key in LIMIT_KEYS[:2]:
+        name = f"max_{key}"
+        if raw.given(name):
+            limits[key] = int(raw.number(name, 0, integer, _whole))
+            limits[f"{key}_source"] = raw.get(name)[1]
+    return TweakOptions(
+        devices=devices,
+        device_pools=pools,
+        baseline_path=baseline,
+        save=save,
+        append=raw.given("append"),
+        devices_source=raw.get("device")[1],
+        allow_missing_device=raw.given("allow_missing_device"),
+        judging=judging,
+        settings=settings,
+        checks=checks,
+        limits=Limits(**limits),
+        logs=_log_artifacts(raw),
+        fingerprint_policy=raw.choice("fingerprint_policy", FINGERPRINT_POLICIES, "warn"),
+        progress=raw.choice("progress", PROGRESS_MODES, "auto"),
+        **_report_paths(raw),
+    )
+
+
+def _whole(value: float) -> bool:
+    return value >= 0 and value == int(value)
+
+
+def _devices(raw: Raw) -> tuple[tuple[str, ...], dict[str, tuple[int, ...]]]:
+    """The device types asked for, in order, and the indices listed per type."""
+    value, source = raw.get("device")
+    items = value if isinstance(value, (list, tuple)) else [value or "cpu"]
+    devices: list[str] = []
+    pools: dict[str, list[int]] = {}
+    for item in items:
+        for text in str(item).split(","):
+            try:
+                name, index = parse_device(text)
+            except ValueError as exc:
+                raise OptionError(f"{source}: {exc}") from None
+            if name not in devices:
+                devices.append(name)
+            if index is not None and index not in pools.setdefault(name, []):
+                pools[name].append(index)
+    return tuple(devices), {name: tuple(indices) for name, indices in pools.items()}
+
+
+def _report_paths(raw: Raw) -> dict[str, Path | None]:
+    """The report files asked for, each checked now: a folder, or a place that cannot be
+    written, stops the run before any case runs."""
+    paths: dict[str, Path | None] = {}
+    for name, what, example in _REPORTS:
+        path, source = raw.path(name)
+        if path is not None:
+            problem = _unwritable(path, example)
+            if problem is not None:
+                raise OptionError(f"{source}: cannot write the {what} to {path}: {problem}")
+        paths[f"{name}_path"] = path
+    return paths
+
+
+def _check_baseline_writable(path: Path, source: str) -> None:
+    """With --tweak-save, fail now, not after the whole run, if the file cannot be written."""
+    where = "the default" if source == "default" else source
+    problem = _unwritable(path, DEFAULT_BASELINE)
+    if problem is None:
+        return
+    if path.is_dir():
+        raise OptionError(f"{where}: baseline file {path} {problem.removeprefix('it ')}")
+    raise OptionError(f"{where}: --tweak-save cannot write baseline file {path}: {problem}")
+
+
+def _unwritable(path: Path, example: str) -> str | None:
+    """Why ``path`` cannot be written as a file (missing folders are created), or ``None``."""
+    if path.is_dir():
+        return f"it is a folder; name a file, e.g. {path / example}"
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent  # the write creates the missing folders below this one
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not a writable folder"
+    return None
+
+
+def _log_artifacts(raw: Raw) -> tuple[str, ...]:
+    value, source = raw.get("logs")
+    if value is None:
+        return ()
+    names = tuple(dict.fromkeys(n.strip() for n in str(value).split(",") if n.strip()))
+    if not names:
+        return ()
+    # the user asked for torch's logs: importing torch here is what they pay for
+    import difflib
+
+    from .counters import known_log_artifacts
+
+    known = known_log_artifacts()
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise OptionError(
+                f"{source}: unknown TORCH_LOGS artifact {name!r}{hint} "
+                f"(torch knows: {', '.join(known)})"
+            )
+    return names

@@ -184,7 +184,8 @@ def _origin(spec: BackendSpec) -> str:
 def builtin_backends() -> dict[str, BackendSpec]:
     """pytest-tweak's own backends: ``inductor``, ``eager``, ``aot_eager``, and ``torchao``
     and ``openvino``, which skip their cases when their package is not installed."""
-    from . import backends, config
+    from . import backend_configs as config
+    from . import backends
 
     return {
         "inductor": BackendSpec(config.TorchInductorBackendConfig, backends.TorchInductorBackend),

@@ -1,11 +1,15 @@
-"""One case's outcome as plain data, and what a whole run's cases say together.
+"""One case's outcome: the live record observers get, its one plain form, and what a whole
+run's cases say together.
 
-`CaseResult` is the JSON-able form of a `pytest_tweak.session.CaseRecord`: what the case
-measured (every figure, with its uncertainty), its baseline's figures and its verdict, as
-builtin types only. It is built where the case ran (`CaseResult.from_record`), travels on
-the test's report (``report.tweak_case``, the dict of `CaseResult.to_dict`) and is read back
-where reports are written (`CaseResult.from_dict`): a pytest-xdist controller, which never
-sees the workers' objects, writes the same reports as a single process.
+`CaseRecord` is what the ``pytest_tweak_case_result`` hook gets while the case's objects are
+alive (the `BenchmarkResult` itself). `CaseResult` is the one plain form of a finished case:
+what the case measured (every figure, with its uncertainty), its baseline's figures and its
+verdict, as builtin types only. It is built once, where the case ran
+(`CaseResult.from_record`), travels on the test's report (``report.tweak_case``, the dict of
+`CaseResult.to_dict`) and is read back where the run is summed up (`CaseResult.from_dict`):
+the terminal summary, the report files and the saved baseline entry (`baseline_entry`) all
+read it, and a pytest-xdist controller, which never sees the workers' objects, reads the same
+data as a single process.
 
 `suite_tuning` is `pytest_tweak.tuning.tune` at suite level: per test and device, the fastest
 config and its margin over the next.
@@ -18,20 +22,23 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .baselines import BaselineEntry, RunRecord
+from .formatting import geometric_mean
 from .stats import Summary
 from .verdict import Change, Status, Verdict
 
-if TYPE_CHECKING:
-    from .baselines import BaselineEntry
-    from .session import CaseRecord
+if TYPE_CHECKING:  # torch is imported only once a case runs
+    from .case import BenchmarkResult
 
 __all__ = [
     "REPORT_ATTRIBUTE",
     "SCHEMA_VERSION",
     "BaselineFigures",
+    "CaseRecord",
     "CaseResult",
     "TuneRow",
     "base_nodeid",
+    "baseline_entry",
     "interval",
     "junit_properties",
     "suite_tuning",
@@ -63,6 +70,35 @@ def interval(summary: Summary) -> tuple[float, float]:
     """The 95 % confidence interval of ``summary``'s median (from its ``log_sd``)."""
     spread = math.exp(_Z95 * summary.log_sd)
     return summary.median / spread, summary.median * spread
+
+
+@dataclass
+class CaseRecord:
+    """One case's outcome, for the summary, for saving and for observers.
+
+    Attributes:
+        nodeid: The test's node id, the baseline key.
+        device: The device type.
+        config_id: The config's id.
+        config: The config's description (``config.describe()``).
+        result: What the case measured.
+        verdict: The verdict against the baseline.
+        baseline: The baseline entry, if the file has one.
+        backend: The registered name of the case's backend.
+        fingerprint: The environment fingerprint of the run.
+        test_passed: Whether the test passed; set from the test's report.
+    """
+
+    nodeid: str
+    device: str
+    config_id: str
+    config: dict[str, object]
+    result: BenchmarkResult
+    verdict: Verdict
+    baseline: BaselineEntry | None
+    backend: str = "inductor"
+    fingerprint: Mapping[str, Any] = field(default_factory=dict)
+    test_passed: bool | None = None  # set from the test's report
 
 
 @dataclass(frozen=True)
@@ -97,7 +133,7 @@ class BaselineFigures:
         def mean(values: Sequence[Summary | None]) -> float | None:
             if not values or any(v is None for v in values):
                 return None
-            return math.exp(sum(math.log(v.median) for v in values if v) / len(values))
+            return geometric_mean([v.median for v in values if v])
 
         return cls(
             median_s=entry.median_s,
@@ -522,3 +558,37 @@ def junit_properties(case: CaseResult) -> list[tuple[str, object]]:
         ("tweak_verdict", str(verdict.status)),
     ]
     return [(name, value) for name, value in values if value is not None]
+
+
+def baseline_entry(case: CaseResult) -> BaselineEntry | None:
+    """What a finished case saves into the baseline file; ``None`` when it was not timed."""
+    if case.timing is None:
+        return None
+    cache = case.compile.get("cache") or {}
+    return BaselineEntry(
+        runs=(
+            RunRecord(
+                timing=case.timing,
+                normalized=case.normalized,
+                speedup=case.speedup,
+                device=case.device_time,
+            ),
+        ),
+        graph_breaks=case.graph_breaks,
+        recompiles=case.recompiles,
+        graph_count=case.graph_count,
+        compile_time_s=round(float(case.compile.get("time_s", 0.0)), 6),
+        device=case.device,
+        config=dict(case.config),
+        torch=str(case.environment.get("torch") or _torch_version()),
+        backend=case.backend,
+        fingerprint=dict(case.environment),
+        compile_cache=cache.get("state"),
+        peak_memory_bytes=case.peak_memory_bytes,
+    )
+
+
+def _torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)

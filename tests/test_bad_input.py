@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_tweak.plugin import _OPTIONS
+from pytest_tweak.options import OPTIONS
 
 #: Options whose value is a file path (metavar PATH): any text is a valid name.
-_VALUED = [name for name, metavar, _ in _OPTIONS if metavar not in (None, "PATH")]
-_FLAGS = [name for name, metavar, _ in _OPTIONS if metavar is None]
+_VALUED = [o.name for o in OPTIONS if o.metavar not in (None, "PATH")]
+_FLAGS = [o.name for o in OPTIONS if o.metavar is None]
 
 
 @pytest.mark.parametrize("name", _VALUED)

@@ -139,7 +139,7 @@ def test_a_bad_device_is_named(text: str, problem: str) -> None:
 def test_the_device_lock_folder_is_named_by_the_numeric_user_id(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``pytest-tweak-<uid>``, as the README says: every process of the user agrees on it,
+    """``pytest-tweak-<uid>``, as docs/guide.md says: every process of the user agrees on it,
     whatever ``$USER`` says in each."""
     import os
     import tempfile

@@ -13,14 +13,11 @@ from pathlib import Path
 import pytest
 from test_reports import ENVIRONMENT, _case, _validate
 
-from pytest_tweak.html_report import html_report
-from pytest_tweak.report import (
-    compile_text,
-    json_report,
-    markdown_report,
-    recompile_texts,
-    write_atomic,
-)
+from pytest_tweak.files import write_atomic
+from pytest_tweak.reports.html import html_report
+from pytest_tweak.reports.json import json_report
+from pytest_tweak.reports.markdown import markdown_report
+from pytest_tweak.reports.text import compile_text, recompile_texts
 from pytest_tweak.verdict import Change, Status
 
 HINT = (

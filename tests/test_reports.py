@@ -17,8 +17,10 @@ import pytest
 import torch
 from torch.torch_version import TorchVersion
 
-from pytest_tweak.html_report import html_report
-from pytest_tweak.report import json_report, markdown_report, tuning_lines, write_atomic
+from pytest_tweak.files import write_atomic
+from pytest_tweak.reports.html import html_report
+from pytest_tweak.reports.json import json_report
+from pytest_tweak.reports.markdown import markdown_report
 from pytest_tweak.results import (
     REPORT_ATTRIBUTE,
     SCHEMA_VERSION,
@@ -28,6 +30,7 @@ from pytest_tweak.results import (
     suite_tuning,
 )
 from pytest_tweak.stats import Summary
+from pytest_tweak.terminal import tuning_lines
 from pytest_tweak.verdict import Change, Status, Verdict
 
 ENVIRONMENT = {"python": "3.11.7", "torch": "2.13.0+cpu", "cpu": "Test CPU", "threads": 1}
@@ -566,9 +569,9 @@ def test_report_paths_in_the_ini_file_are_relative_to_it(pytester: pytest.Pytest
     pytester.makeini("[pytest]\ntweak_json = out/r.json\n")
     pytester.makepyfile("def test_x(): pass")
     config = pytester.parseconfigure(pytester.path / "sub")
-    from pytest_tweak.plugin import _SESSION_KEY
+    from pytest_tweak.plugin import _STATE_KEY
 
-    assert config.stash[_SESSION_KEY].options.json_path == pytester.path / "out" / "r.json"
+    assert config.stash[_STATE_KEY].options.json_path == pytester.path / "out" / "r.json"
 
 
 def test_a_run_without_cases_still_writes_the_reports_asked_for(

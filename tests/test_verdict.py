@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_tweak.baselines import BaselineEntry, RunRecord
+from pytest_tweak.formatting import format_seconds
 from pytest_tweak.stats import Summary
-from pytest_tweak.verdict import Judging, Status, compare, format_seconds, judge
+from pytest_tweak.verdict import Judging, Status, compare, judge
 
 JUDGING = Judging(threshold_pct=5.0, run_noise_pct=1.0)
 
@@ -287,7 +288,7 @@ def test_peak_memory_regresses_beyond_its_threshold() -> None:
 
 
 def test_format_bytes() -> None:
-    from pytest_tweak.verdict import format_bytes
+    from pytest_tweak.formatting import format_bytes
 
     assert [format_bytes(n) for n in (None, 0, 1023, 1536, 3 * 1024**2, 5 * 1024**3)] == [
         "-",

@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from .report import (
+from ..formatting import format_bytes, format_seconds
+from ..results import CaseResult, TuneRow, interval, suite_tuning
+from .text import (
     break_text,
     case_reasons,
     counts_text,
@@ -22,8 +24,6 @@ from .report import (
     ordered_tests,
     overall_status,
 )
-from .results import CaseResult, TuneRow, interval, suite_tuning
-from .verdict import format_bytes, format_seconds
 
 __all__ = ["html_report"]
 

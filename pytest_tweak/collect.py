@@ -1,0 +1,238 @@
+"""From a test's markers and the run's options to its cases: one `TweakCase` per device and
+(backend, config), each a parameter of the test's ``tweak`` fixture with its id
+(``cpu-default``) and, where the device or backend cannot run here, a skip mark.
+
+A bad marker, or a ``pytest_tweak_collect_configs`` implementation that leaves bad configs,
+fails the collection of that test with a message naming what is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from .devices import DEVICES
+from .hookspec import implementers
+from .options import LIMIT_KEYS, TweakOptions
+from .registry import DEFAULT_BACKEND, BackendRegistry
+from .verdict import Limits
+
+__all__ = ["TweakCase", "case_of", "parametrize"]
+
+
+@dataclass(frozen=True)
+class TweakCase:
+    """One case of a test: the parameter its ``tweak`` fixture gets.
+
+    Attributes:
+        device: The device type.
+        backend: The registered backend name.
+        config: The backend's config.
+        limits: Graph-break, recompile and CUDA-graph-skip limits (marker over options).
+        unavailable: Why torch cannot use the device (the case is skipped), or None.
+    """
+
+    device: str
+    backend: str
+    config: Any
+    limits: Limits
+    unavailable: str | None = None
+
+
+def case_of(item: pytest.Item) -> TweakCase | None:
+    """The pytest-tweak case ``item`` runs, if it is one."""
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("tweak") if callspec is not None else None
+    return case if isinstance(case, TweakCase) else None
+
+
+def parametrize(
+    metafunc: pytest.Metafunc, registry: BackendRegistry, options: TweakOptions
+) -> None:
+    """Parametrize the test's ``tweak`` fixture with its cases."""
+    from .devices import availability, device_count
+
+    cases = _configs(metafunc, registry)
+    limits = _limits(metafunc, options.limits)
+    supported = [d for d in DEVICES if metafunc.definition.get_closest_marker(d)] or list(DEVICES)
+    devices = [d for d in options.devices if d in supported]
+    params = []
+    for device in devices:
+        found = availability(device)
+        pool = options.device_pools.get(device, ())
+        if found.available and pool and max(pool) >= device_count(device):
+            pytest.fail(
+                f"pytest-tweak: --tweak-device lists {device}:{max(pool)}, but torch sees "
+                f"{device_count(device)} {device} device(s) (indices from 0)",
+                pytrace=False,
+            )
+        for name, config in cases:
+            reason = (
+                f"device {device} is not available: {found.reason}"
+                if not found.available
+                else registry.spec(name).skip_reason(name, device)
+            )
+            params.append(
+                pytest.param(
+                    TweakCase(
+                        device,
+                        name,
+                        config,
+                        limits,
+                        None if found.available else found.reason,
+                    ),
+                    id=f"{device}-{registry.case_id(name, config)}",
+                    marks=[] if reason is None else [pytest.mark.skip(reason=reason)],
+                )
+            )
+    if not params:
+        reason = (
+            f"supports {', '.join(supported)}; selected by --tweak-device: "
+            f"{', '.join(options.devices)}"
+        )
+        params = [pytest.param(None, id="no-device", marks=pytest.mark.skip(reason=reason))]
+    metafunc.parametrize("tweak", params, indirect=True)
+
+
+def _configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> list[tuple[str, Any]]:
+    """The test's (backend name, config) pairs: from its markers, then from the
+    ``pytest_tweak_collect_configs`` implementations."""
+    where = metafunc.definition.nodeid
+    configs = _marker_configs(metafunc, registry)
+    hook = metafunc.config.hook.pytest_tweak_collect_configs
+    before = list(configs)
+    returned = [r for r in hook(metafunc=metafunc, configs=configs) if r is not None]
+    if returned:
+        pytest.fail(
+            f"{where}: pytest_tweak_collect_configs returned {returned[0]!r}; change the "
+            f"configs list in place and return None (implemented by: {implementers(hook)})",
+            pytrace=False,
+        )
+    source = (
+        "tweak_configs"
+        if configs == before
+        else f"pytest_tweak_collect_configs (implemented by: {implementers(hook)})"
+    )
+    if not isinstance(configs, list) or not configs:
+        pytest.fail(f"{where}: {source} left no config to run", pytrace=False)
+    return _checked(where, configs, registry, source)
+
+
+def _checked(
+    where: str, configs: list[Any], registry: BackendRegistry, source: str
+) -> list[tuple[str, Any]]:
+    """Each config with its backend; a config of no registered backend, or two configs of
+    one backend with one id, fail the collection of the test."""
+    cases: dict[tuple[str, str], tuple[str, Any]] = {}
+    for config in configs:
+        name = registry.name_of(config)
+        if name is None:
+            hint = (
+                "; to select backends by name, use @pytest.mark.tweak_backends"
+                if isinstance(config, str)
+                else ""
+            )
+            pytest.fail(
+                f"{where}: {source} takes TorchInductorBackendConfig objects or configs of "
+                f"other registered backends, got {config!r} ({type(config).__name__}); known "
+                f"backends and their config types: {registry.config_types()}{hint}",
+                pytrace=False,
+            )
+        key = (name, str(config.id))
+        if key in cases:
+            pytest.fail(
+                f"{where}: {source} has two configs with the id {config.id!r} "
+                f"(backend {name}): {cases[key][1]!r} and {config!r}; each config must differ",
+                pytrace=False,
+            )
+        cases[key] = (name, config)
+    return list(cases.values())
+
+
+def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> list[Any]:
+    """The configs the ``tweak_configs`` and ``tweak_backends`` markers ask for."""
+    where = metafunc.definition.nodeid
+    configs_marker = metafunc.definition.get_closest_marker("tweak_configs")
+    backends_marker = metafunc.definition.get_closest_marker("tweak_backends")
+    for marker in (configs_marker, backends_marker):
+        if marker is None:
+            continue
+        what = "config" if marker.name == "tweak_configs" else "backend name"
+        if marker.kwargs:
+            pytest.fail(
+                f"{where}: {marker.name} takes {what}s as positional arguments, "
+                f"got keyword(s) {', '.join(sorted(marker.kwargs))}",
+                pytrace=False,
+            )
+        if not marker.args:
+            pytest.fail(f"{where}: {marker.name}() needs at least one {what}", pytrace=False)
+    given = list(configs_marker.args) if configs_marker is not None else []
+    # only what the marker gave is checked here; the hook's changes are checked after it
+    _checked(where, given, registry, "tweak_configs")
+    if backends_marker is None:
+        if configs_marker is None:
+            return [registry.spec(DEFAULT_BACKEND).config_type()]
+        return given
+    names: list[str] = []
+    for name in backends_marker.args:
+        if name not in registry:
+            pytest.fail(
+                f"{where}: tweak_backends got unknown backend {name!r}; known: "
+                f"{', '.join(registry.names)}",
+                pytrace=False,
+            )
+        if name not in names:
+            names.append(name)
+    stray = [c for c in given if registry.name_of(c) not in names]
+    if stray:
+        name = registry.name_of(stray[0])
+        pytest.fail(
+            f"{where}: tweak_configs has {stray[0]!r} (backend {name}), but tweak_backends "
+            f"does not name {name!r} (it names {', '.join(names)})",
+            pytrace=False,
+        )
+    configs: list[Any] = []
+    for name in names:
+        own = [c for c in given if registry.name_of(c) == name]
+        configs += own or [registry.spec(name).config_type()]
+    return configs
+
+
+def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:
+    """The ``tweak_limits`` marker over the option defaults; a bad marker fails collection."""
+    marker = metafunc.definition.get_closest_marker("tweak_limits")
+    if marker is None:
+        return defaults
+    where = metafunc.definition.nodeid
+    signature = "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None)"
+    if marker.args:
+        pytest.fail(
+            f"{where}: {signature} takes keyword arguments only, got {marker.args!r}",
+            pytrace=False,
+        )
+    unknown = sorted(set(marker.kwargs) - set(LIMIT_KEYS))
+    if unknown:
+        pytest.fail(
+            f"{where}: {signature} got unknown keyword(s) {', '.join(unknown)}; "
+            f"allowed: {', '.join(LIMIT_KEYS)}",
+            pytrace=False,
+        )
+    values: dict[str, Any] = {}
+    for key in LIMIT_KEYS:
+        if key not in marker.kwargs:
+            values[key] = getattr(defaults, key)
+            values[f"{key}_source"] = getattr(defaults, f"{key}_source")
+            continue
+        value = marker.kwargs[key]
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            pytest.fail(
+                f"{where}: tweak_limits {key} must be an integer >= 0 or None, got {value!r}",
+                pytrace=False,
+            )
+        values[key] = value
+        values[f"{key}_source"] = "@pytest.mark.tweak_limits"
+    return Limits(**values)

@@ -1,0 +1,207 @@
+"""The words for a case, shared by the terminal and the report files: its compile figures,
+graph breaks, recompiles and the recompile-limit cliff, its timing cells, and the order and
+status of a run's tests. Everything here reads `pytest_tweak.results.CaseResult`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..formatting import format_seconds, short_path
+from ..results import CaseResult, TuneRow
+from ..verdict import Status
+
+__all__ = [
+    "break_text",
+    "case_reasons",
+    "change_text",
+    "compile_text",
+    "count_text",
+    "counts_text",
+    "device_text",
+    "limit_text",
+    "margin_text",
+    "median_text",
+    "ordered_tests",
+    "overall_status",
+    "recompile_texts",
+    "speedup_text",
+]
+
+
+def compile_text(first_call_s: float, times: Mapping[str, Any]) -> str:
+    """The compile figures, each saying what it covers: the first call's wall time, and the
+    compile time dynamo and inductor report summed over every frame compile of the case
+    (recompiles during warm-up and timing included, so the sum may exceed the first call)."""
+    frames = int(times.get("frames", 0))
+    return (
+        f"first call {first_call_s:.3g} s (wall time, compiling included); all {frames} frame "
+        f"compile(s) of the case, recompiles included: dynamo {float(times['dynamo_s']):.3g} s "
+        f"+ inductor {float(times['inductor_s']):.3g} s"
+    )
+
+
+def recompile_texts(reasons: Sequence[str]) -> tuple[Counter[str], list[str]]:
+    """The distinct recompile reasons with how often each came, without torch's ``HINT:``
+    (one hint can be 300 characters, the same on every line), and the distinct hints."""
+    counted: Counter[str] = Counter()
+    hints: dict[str, None] = {}
+    for reason in reasons:
+        head, hint = _split_hint(reason)
+        counted[head] += 1
+        if hint:
+            hints[hint] = None
+    return counted, list(hints)
+
+
+def _split_hint(text: str) -> tuple[str, str | None]:
+    head, found, hint = text.partition("HINT:")
+    if not found:
+        return " ".join(text.split()), None
+    head = head.rstrip().removesuffix("(").rstrip()
+    hint = " ".join(hint.split()).removesuffix(")").strip()
+    return " ".join(head.split()), hint or None
+
+
+def limit_text(frames: Sequence[str]) -> str:
+    """The recompile-limit cliff, in words."""
+    where = ", ".join(frames) or "a frame"
+    return (
+        f"dynamo hit its recompile limit on {where}: it now runs uncompiled (eager), "
+        "a silent performance cliff (torch._dynamo.config.recompile_limit)"
+    )
+
+
+def counts_text(cases: Sequence[CaseResult], tests: Sequence[tuple[str, Sequence[Any]]]) -> str:
+    """``6 case(s) in 3 test(s); failed: 4 case(s) in 2 test(s)``: cases and tests counted
+    apart, so a count of failed cases does not read as failed tests."""
+
+    def failed(case: CaseResult) -> bool:
+        return case.verdict.failed or case.outcome == "failed"
+
+    failed_cases = sum(1 for case in cases if failed(case))
+    failed_tests = sum(1 for _, group in tests if any(failed(case) for case in group))
+    text = f"{len(cases)} case(s) in {len(tests)} test(s)"
+    if failed_cases:
+        return f"{text}; failed: {failed_cases} case(s) in {failed_tests} test(s)"
+    return f"{text}; none failed"
+
+
+#: Distinct recompile reasons a report lists per case; a changing attribute makes dozens.
+_MAX_RECOMPILE_LINES = 5
+
+
+def case_reasons(case: CaseResult) -> list[str]:
+    """Where and why a case's graph breaks and recompiles happened, and the recompile-limit
+    cliff: what a reviewer of a pull request needs beside the counts."""
+    lines: list[str] = []  # the graph breaks themselves: `break_text`, with torch's link
+    reasons, hints = recompile_texts(case.recompile_reasons)
+    shown = list(reasons.items())[:_MAX_RECOMPILE_LINES]
+    lines += [f"recompile: {reason}" + (f" (x{n})" if n > 1 else "") for reason, n in shown]
+    if len(reasons) > len(shown):
+        lines.append(
+            f"... and {len(reasons) - len(shown)} more distinct recompile reason(s) (the JSON "
+            "report has every one)"
+        )
+    lines += [f"hint (torch): {hint}" for hint in hints]
+    if case.recompile_limit_hit:
+        lines.append(limit_text(case.recompile_limit_frames))
+    lines += [f"CUDA graphs skipped: {reason}" for reason in case.cudagraph_skips]
+    return lines
+
+
+def break_text(reason: Mapping[str, Any]) -> str:
+    """A graph break of a report (`BreakReason.as_dict`'s form) on one line: where, why, how
+    often, and torch's id, explanation and first hint where the report has them."""
+    where = f"{short_path(reason.get('filename'))}:{reason.get('lineno') or '?'}"
+    line = reason.get("line")
+    source = f" `{line}`" if line else ""
+    count = int(reason.get("count") or 1)
+    times = f" (x{count})" if count > 1 else ""
+    text = f"graph break at {where}{source}: {reason.get('reason')}{times}"
+    advice = "; ".join(
+        str(part)
+        for part in (
+            " ".join(str(p) for p in (reason.get("gb_id"), reason.get("explanation")) if p),
+            reason.get("hint") and f"hint: {reason.get('hint')}",
+        )
+        if part
+    )
+    return f"{text} — {advice}" if advice else text
+
+
+#: How bad a status is, worst first: the order of tests in the reports.
+_SEVERITY = (
+    Status.FAILED,
+    Status.REGRESSED,
+    Status.INCONCLUSIVE,
+    Status.IMPROVED,
+    Status.UNCHANGED,
+    Status.NEW,
+    Status.NOT_COMPARED,
+)
+
+
+def _case_rank(case: CaseResult) -> int:
+    """0 for a case whose test failed, then by how bad its verdict is."""
+    if case.verdict.failed or case.outcome == "failed":
+        return 0
+    return 1 + _SEVERITY.index(case.verdict.status)
+
+
+def ordered_tests(cases: Iterable[CaseResult]) -> list[tuple[str, list[CaseResult]]]:
+    """The cases grouped by test: tests with a failed or regressed case first, then by their
+    worst verdict; ties keep the order the tests ran in."""
+    groups: dict[str, list[CaseResult]] = {}
+    for case in cases:
+        groups.setdefault(case.test, []).append(case)
+    ranked = sorted(groups.items(), key=lambda item: min(_case_rank(c) for c in item[1]))
+    return ranked
+
+
+def overall_status(cases: Sequence[CaseResult]) -> str:
+    """A test's word: ``failed`` when a case failed, else its worst verdict."""
+    worst = min(cases, key=_case_rank)
+    if worst.verdict.failed or worst.outcome == "failed":
+        return "failed" if worst.verdict.status is not Status.REGRESSED else "regressed"
+    return str(worst.verdict.status)
+
+
+def median_text(case: CaseResult) -> str:
+    if case.timing is None:
+        return "-"
+    return f"{format_seconds(case.timing.median)} ±{case.timing.rel_ci_pct:.1f}%" + device_text(
+        case
+    )
+
+
+def device_text(case: CaseResult) -> str:
+    """`` (device 269 us, host 66%)`` for an accelerator case; empty on cpu."""
+    share = case.host_share
+    if case.device_time is None or share is None:
+        return ""
+    return f" (device {format_seconds(case.device_time.median)}, host {share:.0%})"
+
+
+def change_text(case: CaseResult) -> str:
+    change = case.verdict.change
+    if change is None:
+        return "-"
+    return f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%"
+
+
+def speedup_text(case: CaseResult) -> str:
+    return "-" if case.speedup is None else f"{case.speedup.median:.2f}x"
+
+
+def count_text(now: int, was: int | None, case: CaseResult) -> str:
+    if was is None or was == now or case.verdict.status is Status.NOT_COMPARED:
+        return str(now)
+    return f"{now} (was {was})"
+
+
+def margin_text(row: TuneRow) -> str:
+    if row.margin_pct is None:
+        return "only timed config"
+    return f"{row.margin_pct:+.1f}%" + ("" if row.clear else " (within noise)")

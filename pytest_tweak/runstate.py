@@ -1,0 +1,170 @@
+"""The state of one pytest-tweak run: its options, the baseline file as read, the finished
+cases, and what was saved."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
+from .measure import Instruments
+from .options import TweakOptions
+from .results import CaseRecord, CaseResult, baseline_entry
+from .verdict import Limits, case_failures
+
+if TYPE_CHECKING:  # torch is imported only once a case runs
+    from .case import BenchmarkResult
+    from .registry import BackendRegistry
+
+__all__ = ["LockUse", "RunState", "run_record"]
+
+
+@dataclass(frozen=True)
+class LockUse:
+    """One case's hold of its device lock: the case, the lock, and the seconds it waited for
+    another process."""
+
+    nodeid: str
+    lock: str
+    waited_s: float
+
+
+class RunState:
+    """Baselines in; finished cases and (with ``save``) the updated baseline file out."""
+
+    def __init__(self, options: TweakOptions) -> None:
+        self.options = options
+        self.baselines: dict[str, BaselineEntry] = {}
+        #: Entries of the baseline file that could not be read: test id -> the problem.
+        self.skipped: dict[str, str] = {}
+        #: Whether the baseline file was read (`load`).
+        self.loaded = False
+        #: Entries a save kept as they were on disk (set by `save`).
+        self.kept = 0
+        #: Devices asked for by name that torch cannot use: device -> (why, cases skipped).
+        self.missing_devices: dict[str, tuple[str, int]] = {}
+        #: The cases this process ran, as built where each ran (test id -> case), before
+        #: their test's outcome is known; each goes onto its test's report.
+        self.finished: dict[str, CaseResult] = {}
+        #: Every case of the run as read from its test's report, outcome included: under
+        #: pytest-xdist the controller's only view of the cases. The summary, the report
+        #: files and the saved baseline entries are made from these.
+        self.cases: dict[str, CaseResult] = {}
+        self.saved: dict[str, BaselineEntry] | None = None
+        #: Per-device timer buffers and reference workloads, shared by the run's cases.
+        self.instruments = Instruments()
+        #: The backends of this run; built from the plugins' contributions on first use.
+        self.registry: BackendRegistry | None = None
+        #: The environment fingerprint, once a collected test uses ``tweak``.
+        self.fingerprint: dict[str, Any] = {}
+        #: Cases whose baseline was recorded in another environment: test id -> differences.
+        self.environment_changed: dict[str, list[str]] = {}
+        #: Every case's hold of its device lock, in the order the cases ran.
+        self.lock_uses: list[LockUse] = []
+        #: The pytest-xdist workers that reported (on the controller).
+        self.workers: list[str] = []
+
+    def load(self) -> None:
+        """Read the baseline file, once: when a case of the run needs it, so that a suite that
+        never uses ``tweak`` never reads a file of that name (`BaselineError` when it is
+        broken, every time; a broken entry is skipped and named in `skipped`)."""
+        if self.loaded:
+            return
+        found = read_baselines(self.options.baseline_path)
+        self.baselines = found.entries
+        self.skipped = found.skipped
+        self.loaded = True
+
+    def note_missing_devices(self, cases: Sequence[Any]) -> None:
+        """Count the collected cases (``pytest_tweak.plugin._Case``, or None for other tests)
+        skipped because torch cannot use a device the run asked for by name."""
+        if self.options.devices_source == "default":
+            return
+        for case in cases:
+            reason = getattr(case, "unavailable", None)
+            if reason is not None:
+                _, count = self.missing_devices.get(case.device, (reason, 0))
+                self.missing_devices[case.device] = (reason, count + 1)
+
+    def missing_device_failure(self) -> str | None:
+        """Why the run fails for a device asked for by name that no case could use; ``None``
+        when there is none, or ``allow_missing_device`` lets such cases just skip."""
+        if not self.missing_devices or self.options.allow_missing_device:
+            return None
+        parts = [
+            f"{device} ({reason}; {count} case(s) skipped)"
+            for device, (reason, count) in sorted(self.missing_devices.items())
+        ]
+        return (
+            f"{self.options.devices_source} asked for a device torch cannot use: "
+            f"{'; '.join(parts)}. Nothing was measured there, so the run fails; add "
+            "--tweak-allow-missing-device (ini tweak_allow_missing_device = true) where "
+            "skipping those cases is intended"
+        )
+
+    def failures(self, result: BenchmarkResult, limits: Limits | None = None) -> tuple[str, ...]:
+        """What fails a case whatever its speed, with or without a baseline: a graph-break or
+        recompile limit (``limits``, else the run's defaults) passed, or a result that does
+        not match eager's."""
+        accuracy = result.accuracy
+        return case_failures(
+            limits if limits is not None else self.options.limits,
+            graph_breaks=result.graph_breaks,
+            recompiles=result.recompiles,
+            accuracy_problem=None if accuracy is None or accuracy.ok else accuracy.describe(),
+            cudagraph_skips=result.cudagraph_skips,
+        )
+
+    def run_to_compare(self, result: BenchmarkResult, *, compare: bool) -> RunRecord | None:
+        """The run to judge against the baseline; ``None`` when there is nothing to judge:
+        when saving, when timing is off, or when told so. The verdict itself comes from the
+        ``pytest_tweak_verdict`` hook (pytest-tweak's own rule runs last)."""
+        run = run_record(result)
+        if self.options.save or not compare:
+            return None
+        return run
+
+    def add(self, record: CaseRecord) -> CaseResult:
+        """Take in a case that just finished: its plain form, built once, goes onto its
+        test's report."""
+        case = CaseResult.from_record(record)
+        self.finished[record.nodeid] = case
+        return case
+
+    def ordered_cases(self) -> list[CaseResult]:
+        """The run's cases in the order they ran; under pytest-xdist, by test id."""
+        cases = list(self.cases.values())
+        return sorted(cases, key=lambda case: case.nodeid) if self.workers else cases
+
+    def entries_to_save(self) -> dict[str, BaselineEntry]:
+        """Entries for the cases whose test passed and that were timed."""
+        entries = {}
+        for nodeid, case in self.cases.items():
+            entry = baseline_entry(case) if case.outcome == "passed" else None
+            if entry is not None:
+                entries[nodeid] = entry
+        return entries
+
+    def save(self) -> dict[str, BaselineEntry]:
+        """Merge the passed cases (this process's, or every worker's) into the baseline file;
+        returns the entries written."""
+        entries = self.entries_to_save()
+        written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
+        self.saved = entries
+        self.kept = len(set(written) - set(entries))
+        return entries
+
+
+def run_record(result: BenchmarkResult) -> RunRecord | None:
+    """What a timed case contributes to a baseline; ``None`` when timing was off."""
+    if result.timing is None:
+        return None
+    return RunRecord(
+        timing=result.timing,
+        normalized=result.normalized,
+        speedup=result.speedup,
+        device=result.device_time,
+        unstable=result.unstable,
+        load_share=result.load_share,
+    )

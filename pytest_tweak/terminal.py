@@ -1,0 +1,491 @@
+"""Every line pytest-tweak prints on the terminal: the settings line of the report header,
+a failed case's message, the tweak summary and tuning table, the word on device locks and on
+baselines from another environment, ``--tweak-list-options``, and the transient progress line
+of a running case. All of it reads plain data (`pytest_tweak.results.CaseResult`)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from .formatting import format_bytes, format_seconds, text_table
+from .measure import CaseChecks, MeasureSettings
+from .options import (
+    DEFAULT_COMPILE_THRESHOLD_PCT,
+    DEFAULT_MEMORY_THRESHOLD_PCT,
+    DEFAULT_RUN_NOISE_PCT,
+    DEFAULT_THRESHOLD_PCT,
+    TweakOptions,
+)
+from .reports.text import (
+    change_text,
+    compile_text,
+    limit_text,
+    margin_text,
+    recompile_texts,
+    speedup_text,
+)
+from .results import CaseResult, TuneRow
+from .runstate import LockUse
+from .verdict import Judging, Limits, Status, Verdict
+
+__all__ = [
+    "HOST_SHARE_NOTE",
+    "ProgressLine",
+    "environment_line",
+    "failure_message",
+    "host_lines",
+    "lock_line",
+    "options_listing",
+    "settings_line",
+    "summary_lines",
+    "tuning_lines",
+]
+
+
+# -- the report header --------------------------------------------------------------------
+
+
+def settings_line(options: TweakOptions, root: Path) -> str:
+    """The settings in one line: the devices, the baseline file (relative to ``root``
+    when inside it), and every other setting that is not its default."""
+    baseline = options.baseline_path
+    with contextlib.suppress(ValueError):
+        baseline = baseline.relative_to(root)
+    parts = [f"devices={','.join(options.devices)}", f"baseline={baseline}"]
+    if options.save:
+        parts.append("save (append)" if options.append else "save")
+    for name, values in (
+        ("threshold", {d: j.threshold_pct for d, j in options.judging.items()}),
+        ("run-noise", {d: j.run_noise_pct for d, j in options.judging.items()}),
+    ):
+        default = DEFAULT_THRESHOLD_PCT if name == "threshold" else DEFAULT_RUN_NOISE_PCT
+        changed = [f"{d}={values[d]:g}%" for d in options.devices if values[d] != default[d]]
+        if changed:
+            parts.append(f"{name}={','.join(changed)}")
+    first = options.judging[options.devices[0]] if options.devices else None
+    if first is not None:
+        defaults = Judging(threshold_pct=1.0, run_noise_pct=1.0)
+        parts += [
+            f"{name}={value}"
+            for name, value, default in (
+                ("metric", first.metric, defaults.metric),
+                ("fail-inconclusive", first.fail_inconclusive, defaults.fail_inconclusive),
+                (
+                    "compile-threshold",
+                    f"{first.compile_threshold_pct:g}%",
+                    f"{DEFAULT_COMPILE_THRESHOLD_PCT:g}%",
+                ),
+                (
+                    "memory-threshold",
+                    f"{first.memory_threshold_pct:g}%",
+                    f"{DEFAULT_MEMORY_THRESHOLD_PCT:g}%",
+                ),
+            )
+            if value != default
+        ]
+    parts += _changed(options.settings, MeasureSettings())
+    parts += _changed(options.checks, CaseChecks())
+    parts += [f"max-{part}" for part in _changed(options.limits, Limits())]
+    if options.logs:
+        parts.append(f"logs={','.join(options.logs)}")
+    if options.fingerprint_policy != "warn":
+        parts.append(f"fingerprint-policy={options.fingerprint_policy}")
+    for name in ("json", "markdown", "html"):
+        path = getattr(options, f"{name}_path")
+        if path is not None:
+            parts.append(f"{name}={path}")
+    return "tweak: " + ", ".join(parts)
+
+
+def _changed(settings: Any, defaults: Any) -> list[str]:
+    """``name=value`` for each field of the dataclass ``settings`` that differs from
+    ``defaults`` (``reference``, which follows the metric, left out): ``warmup=0.2s``,
+    ``precision=3%``, ``eager=off``."""
+    parts = []
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if f.name == "reference" or f.name.endswith("_source"):
+            continue
+        if value == getattr(defaults, f.name):
+            continue
+        name = f.name.removesuffix("_s").removesuffix("_pct").replace("_", "-")
+        if isinstance(value, bool):
+            text = "on" if value else "off"
+        elif f.name.endswith("_s") and isinstance(value, (int, float)):
+            text = f"{value:g}s"
+        elif f.name.endswith("_pct") and isinstance(value, (int, float)):
+            text = f"{value:g}%"
+        else:
+            text = str(value)
+        parts.append(f"{name}={text}")
+    return parts
+
+
+# -- a failed case ------------------------------------------------------------------------
+
+
+def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> str:
+    """Why a case failed its baseline, with every number needed to act on it."""
+    nodeid, verdict = case.nodeid, case.verdict
+    if verdict.status is Status.INCONCLUSIVE:
+        lines = [f"pytest-tweak: {nodeid} is inconclusive against {baseline_path}:"]
+        if verdict.change is not None:
+            lines.append(
+                f"  - {verdict.change.describe(judging.threshold_pct, judging.confidence)}"
+            )
+        lines.append(
+            "  (failing because of --tweak-fail-inconclusive); why, and what would decide it:"
+        )
+    else:
+        lines = []
+        if verdict.failures:
+            lines.append(f"pytest-tweak: {nodeid} failed, whatever its speed:")
+            lines += [f"  - {failure}" for failure in verdict.failures]
+        if verdict.problems:
+            lines.append(f"pytest-tweak: {nodeid} regressed against {baseline_path}:")
+            lines += [f"  - {problem}" for problem in verdict.problems]
+    lines += [f"  {line}" for line in _context(verdict, judging)]
+    lines += _reasons(case)
+    lines += _figures(case)
+    if verdict.problems or verdict.status is Status.INCONCLUSIVE:
+        lines.append("If the change is intended, record a new baseline with --tweak-save.")
+    return "\n".join(lines)
+
+
+#: A host overhead above this share of the latency is worth a word in the summary.
+HOST_SHARE_NOTE = 0.5
+
+
+def host_lines(case: CaseResult) -> list[str]:
+    """Latency, device time and host overhead of an accelerator case, and the remedy when the
+    device mostly waits for the host; nothing on cpu."""
+    overhead, share = case.host_overhead_s, case.host_share
+    if overhead is None or share is None or case.median_s is None:
+        return []
+    assert case.device_time is not None
+    lines = [
+        f"  latency {format_seconds(case.median_s)} per call: device time "
+        f"{format_seconds(case.device_time.median)}, host overhead "
+        f"{format_seconds(overhead)} ({share:.0%})"
+    ]
+    if share >= HOST_SHARE_NOTE:
+        remedy = (
+            "CUDA graphs did not remove it: see why they were skipped"
+            if case.cudagraph_skips
+            else 'mode="reduce-overhead" (CUDA graphs) replays the kernels without it'
+        )
+        lines.append(
+            "  the device waits for the host (Python, guards, kernel launches) most of each "
+            f"call: {remedy}"
+        )
+    return lines
+
+
+def _figures(case: CaseResult) -> list[str]:
+    """Latency and device time, compile time, memory, accuracy and speed-up of a case, one
+    line each."""
+    cold = ", cold (empty caches)" if case.compile.get("cold") else ""
+    lines = [
+        *host_lines(case),
+        f"  compile: {compile_text(float(case.compile['time_s']), case.compile)}; "
+        f"inductor cache {_cache_state(case)}{cold}",
+    ]
+    if case.peak_memory_bytes is not None:
+        eager = case.eager_peak_memory_bytes
+        versus = "" if eager is None else f" (eager {format_bytes(eager)})"
+        lines.append(f"  peak memory: {format_bytes(case.peak_memory_bytes)}{versus}")
+    if case.accuracy is not None:
+        lines.append(f"  accuracy: {_accuracy_text(case.accuracy)}")
+    if case.speedup is not None:
+        lines.append(f"  speed-up over eager: {case.speedup.median:.3g}x")
+    return lines
+
+
+def _cache_state(case: CaseResult) -> str:
+    return str((case.compile.get("cache") or {}).get("state", "none"))
+
+
+def _accuracy_text(accuracy: Mapping[str, Any]) -> str:
+    """`pytest_tweak.accuracy.Accuracy.describe` of the plain form."""
+    from .accuracy import Accuracy, Tolerance
+
+    rtol, atol = accuracy.get("rtol"), accuracy.get("atol")
+    return Accuracy(
+        ok=bool(accuracy["ok"]),
+        max_abs=float(accuracy["max_abs"]),
+        max_rel=float(accuracy["max_rel"]),
+        tolerance=None if rtol is None or atol is None else Tolerance(rtol, atol),
+        where=accuracy.get("where"),
+        problem=accuracy.get("problem"),
+        tensors=int(accuracy.get("tensors", 0)),
+        checked=bool(accuracy.get("checked", True)),
+    ).describe()
+
+
+def _context(verdict: Verdict, judging: Judging) -> list[str]:
+    lines = list(verdict.notes)
+    change, speedup = verdict.change, verdict.speedup
+    if change is not None and change.status is not Status.REGRESSED and verdict.problems:
+        lines.append(change.describe(judging.threshold_pct, judging.confidence))
+    if speedup is not None:
+        lines.append(speedup.describe(judging.threshold_pct, judging.confidence))
+        if change is not None and change.status is Status.REGRESSED:
+            if speedup.status is Status.REGRESSED:
+                lines.append("the speed-up over eager fell too: the compiled code got slower")
+            elif speedup.status is Status.UNCHANGED:
+                lines.append(
+                    "the speed-up over eager held: the model itself (eager too) got slower"
+                )
+    return lines
+
+
+def _reasons(case: CaseResult) -> list[str]:
+    """Each graph break at its source line with torch's id, explanation, first hint and link
+    (where torch gives them), each distinct failed guard with how often it failed, and the
+    recompile limit when it was hit."""
+    lines = []
+    if case.break_reasons:
+        from .counters import BreakReason  # torch: only where there are breaks to tell
+
+        lines.append(f"  graph breaks ({case.graph_breaks}):")
+        for data in case.break_reasons:
+            reason = BreakReason(**data)
+            lines.append(f"    {reason}")
+            lines += [f"      {advice}" for advice in reason.advice()]
+    if case.recompile_reasons:
+        lines.append(f"  recompiles ({case.recompiles}):")
+        reasons, hints = recompile_texts(case.recompile_reasons)
+        lines += _counted(reasons)
+        lines += [f"    hint (torch): {hint}" for hint in hints]
+    if case.recompile_limit_hit:
+        lines.append(f"  {limit_text(case.recompile_limit_frames)}")
+    if case.cudagraph_skips:
+        lines.append(f"  CUDA graphs skipped ({len(case.cudagraph_skips)}):")
+        lines += [f"    {reason}" for reason in case.cudagraph_skips]
+    return lines
+
+
+def _counted(counts: Mapping[str, int]) -> list[str]:
+    return [f"    {text}" + (f" (x{n})" if n > 1 else "") for text, n in counts.items()]
+
+
+# -- the tweak summary --------------------------------------------------------------------
+
+
+_HEADERS = (
+    "test",
+    "device",
+    "backend",
+    "config",
+    "median",
+    "speed-up",
+    "graph breaks",
+    "recompiles",
+    "compile",
+    "peak mem",
+    "accuracy",
+    "vs baseline",
+    "verdict",
+)
+
+
+def _row(case: CaseResult) -> tuple[str, ...]:
+    median = "-" if case.median_s is None else format_seconds(case.median_s)
+    if case.device_time is not None:
+        median += f" (device {format_seconds(case.device_time.median)})"
+    baseline = case.baseline
+    breaks = str(case.graph_breaks)
+    recompiles = str(case.recompiles)
+    if baseline is not None and case.verdict.status is not Status.NOT_COMPARED:
+        if baseline.graph_breaks != case.graph_breaks:
+            breaks += f" (was {baseline.graph_breaks})"
+        if baseline.recompiles != case.recompiles:
+            recompiles += f" (was {baseline.recompiles})"
+    return (
+        case.nodeid.split("[", 1)[0],
+        case.device,
+        case.backend,
+        case.config_id,
+        median,
+        speedup_text(case),
+        breaks,
+        recompiles,
+        f"{float(case.compile['time_s']):.3g} s {_cache_state(case)}",
+        format_bytes(case.peak_memory_bytes),
+        _accuracy_cell(case.accuracy),
+        change_text(case),
+        str(case.verdict.status),
+    )
+
+
+def _accuracy_cell(accuracy: Mapping[str, Any] | None) -> str:
+    if accuracy is None or not accuracy.get("checked", True):
+        return "-"
+    return f"{'ok' if accuracy.get('ok', True) else 'WRONG'} {float(accuracy['max_abs']):.1g}"
+
+
+def _undecided(verdict: Verdict) -> list[str]:
+    """The summary's word on an inconclusive case: why, and what would decide it."""
+    if verdict.status is not Status.INCONCLUSIVE:
+        return []
+    return ["  inconclusive; why, and what would decide it:"] + [
+        f"    {note}" for note in verdict.notes
+    ]
+
+
+def _host_note(case: CaseResult) -> list[str]:
+    """The summary's word on a case whose device mostly waits for the host."""
+    share = case.host_share
+    return host_lines(case) if share is not None and share >= HOST_SHARE_NOTE else []
+
+
+def summary_lines(cases: Iterable[CaseResult]) -> list[str]:
+    """The tweak summary: one row per case, then the graph-break reasons worth reading."""
+    cases = list(cases)
+    if not cases:
+        return []
+    lines = text_table(_HEADERS, (_row(case) for case in cases))
+    improved = [case for case in cases if case.verdict.status is Status.IMPROVED]
+    inconclusive = [case for case in cases if case.verdict.status is Status.INCONCLUSIVE]
+    if improved:
+        lines.append(
+            f"{len(improved)} case(s) improved beyond the noise: "
+            "refresh their baselines with --tweak-save to gate on the new speed"
+        )
+    if inconclusive:
+        lines.append(
+            f"{len(inconclusive)} case(s) inconclusive: the noise is larger than the threshold "
+            "(each says below why, and what would decide it)"
+        )
+    details = [
+        (case, reasons)
+        for case in cases
+        if (reasons := _reasons(case) + _host_note(case) + _undecided(case.verdict))
+    ]
+    if details:
+        lines.append("")
+        for case, reasons in details:
+            lines.append(f"{case.nodeid.split('::', 1)[-1]}:")
+            lines += reasons
+    return lines
+
+
+def tuning_lines(rows: Sequence[TuneRow]) -> list[str]:
+    """The terminal's tuning table: per test and device, the fastest config and its margin
+    over the next; empty when no test has two timed configs on a device."""
+    if not any(row.runner_up is not None for row in rows):
+        return []
+    table = [
+        (
+            row.test,
+            row.device,
+            f"{row.best.backend}:{row.best.config_id}",
+            format_seconds(row.best.timing.median) if row.best.timing else "-",
+            "-" if row.runner_up is None else f"{row.runner_up.backend}:{row.runner_up.config_id}",
+            margin_text(row),
+        )
+        for row in rows
+    ]
+    return text_table(("test", "device", "fastest config", "median", "next", "margin"), table)
+
+
+def environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
+    """The summary's word on cases whose baseline was recorded in another environment."""
+    fields = sorted(
+        {difference.split(":", 1)[0] for found in changed.values() for difference in found}
+    )
+    what = (
+        f"{len(changed)} case(s) had a baseline recorded in another environment "
+        f"(differs: {', '.join(fields)})"
+    )
+    outcome = {
+        "warn": "compared anyway (--tweak-fingerprint-policy=warn); record baselines here with "
+        "--tweak-save, or choose skip or fail",
+        "skip": "not compared (--tweak-fingerprint-policy=skip)",
+        "fail": "failed (--tweak-fingerprint-policy=fail)",
+    }[policy]
+    return f"pytest-tweak: {what}: {outcome}"
+
+
+#: Waiting this long in all for another process's device lock is worth a line in the summary.
+_WAIT_WORTH_SAYING_S = 0.5
+
+
+def lock_line(uses: Sequence[LockUse], workers: Sequence[str]) -> str | None:
+    """The summary's word on device locks: under xdist, that the workers measured one case
+    at a time per device; otherwise, only when this run waited for another process."""
+    if not uses:
+        return None
+    per_lock: dict[str, list[LockUse]] = {}
+    for use in uses:
+        per_lock.setdefault(use.lock, []).append(use)
+    parts = [
+        f"{lock}: {len(held)} case(s), waited {sum(u.waited_s for u in held):.1f} s"
+        for lock, held in sorted(per_lock.items())
+    ]
+    if len(workers) > 1:
+        return (
+            f"pytest-tweak: {len(workers)} xdist workers measured one case at a time per device "
+            f"(device locks; {'; '.join(parts)})"
+        )
+    if sum(use.waited_s for use in uses) >= _WAIT_WORTH_SAYING_S:
+        return (
+            "pytest-tweak: waited for another process measuring on the same device "
+            f"({'; '.join(parts)})"
+        )
+    return None
+
+
+def options_listing(modes: Mapping[str, Mapping[str, object]], options: Mapping[str, str]) -> str:
+    """What ``--tweak-list-options`` prints: inductor's modes with the options each sets,
+    then the option keys meant for users, each with the type its value must have (where
+    inductor checks one)."""
+    lines = ["inductor modes (TorchInductorBackendConfig(mode=...)):"]
+    for mode, settings in modes.items():
+        set_text = ", ".join(f"{k}={v!r}" for k, v in settings.items()) or "(inductor defaults)"
+        lines.append(f"  {mode}: {set_text}")
+    lines.append("")
+    lines.append(f"inductor options (TorchInductorBackendConfig(options={{...}})), {len(options)}:")
+    lines += [
+        f"  {name} ({kind})" if kind else f"  {name}" for name, kind in sorted(options.items())
+    ]
+    return "\n".join(lines)
+
+
+# -- the progress line --------------------------------------------------------------------
+
+
+class ProgressLine:
+    """A transient status written after pytest's own output on the current terminal line,
+    and erased (backspaces, blanks, backspaces) before the next one or when the case ends.
+
+    It is written around pytest's output capture, and past pytest's terminal writer, so the
+    writer's idea of the line (its progress column) is what it was.
+    """
+
+    def __init__(self, config: Any) -> None:
+        self._config = config
+        self._shown = 0
+
+    def show(self, text: str | None) -> None:
+        """Show ``text`` in place of the last one; ``None`` erases it."""
+        capture = self._config.pluginmanager.get_plugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture else nullcontext():
+            out = sys.stdout
+            if self._shown:
+                out.write("\b" * self._shown + " " * self._shown + "\b" * self._shown)
+                self._shown = 0
+            if text is not None:
+                writer = self._config.get_terminal_writer()
+                room = writer.fullwidth - writer.width_of_current_line - 2
+                if room >= 20:
+                    shown = " " + (text if len(text) <= room else text[: room - 3] + "...")
+                    out.write(shown)
+                    self._shown = len(shown)
+            out.flush()

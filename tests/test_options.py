@@ -1,0 +1,158 @@
+"""Option resolution as plain code: `resolve_options` from raw values, no pytest run. A few
+end-to-end runs in test_bad_input.py and test_plugin.py check that the plugin feeds it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_tweak.measure import MeasureSettings
+from pytest_tweak.options import (
+    DEFAULT_BASELINE,
+    DEFAULT_RUN_NOISE_PCT,
+    DEFAULT_THRESHOLD_PCT,
+    OPTIONS,
+    OptionError,
+    Raw,
+    resolve_judging,
+    resolve_options,
+)
+
+
+def _raw(tmp_path: Path, **values: Any) -> Raw:
+    """Options given on the command line (``--tweak-NAME``), folders under ``tmp_path``."""
+    given = {name: (value, "--tweak-" + name.replace("_", "-")) for name, value in values.items()}
+    return Raw(
+        given,
+        invocation_dir=tmp_path / "here",
+        ini_dir=tmp_path / "ini",
+        rootdir=tmp_path / "root",
+    )
+
+
+def test_nothing_given_is_the_documented_defaults(tmp_path: Path) -> None:
+    options = resolve_options(_raw(tmp_path))
+    assert options.devices == ("cpu",)
+    assert options.devices_source == "default"
+    assert options.baseline_path == tmp_path / "root" / DEFAULT_BASELINE
+    assert not options.save
+    assert options.settings == MeasureSettings()
+    assert {d: j.threshold_pct for d, j in options.judging.items()} == DEFAULT_THRESHOLD_PCT
+    assert {d: j.run_noise_pct for d, j in options.judging.items()} == DEFAULT_RUN_NOISE_PCT
+    assert options.limits.graph_breaks is None
+    assert (options.json_path, options.markdown_path, options.html_path) == (None, None, None)
+
+
+def test_a_threshold_for_one_device_keeps_the_others_defaults(tmp_path: Path) -> None:
+    judging = resolve_options(_raw(tmp_path, threshold="cuda=2")).judging
+    assert judging["cuda"].threshold_pct == 2.0
+    assert judging["cpu"].threshold_pct == DEFAULT_THRESHOLD_PCT["cpu"]
+    assert resolve_options(_raw(tmp_path, threshold="3%")).judging["xpu"].threshold_pct == 3.0
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("threshold", "0", "--tweak-threshold: invalid value '0'; expected a percentage > 0"),
+        ("threshold", "gpu=2", "--tweak-threshold: invalid value 'gpu=2'; expected a percentage"),
+        ("run_noise", "-1", "--tweak-run-noise: invalid value '-1'; expected a percentage >= 0"),
+        ("metric", "fastest", "--tweak-metric: invalid value 'fastest'; expected one of: "),
+        ("min_rounds", "2.5", "--tweak-min-rounds: invalid value '2.5'; expected an integer >= 1"),
+        ("warmup", "nan", "--tweak-warmup: invalid value 'nan'; expected seconds >= 0"),
+        ("max_graph_breaks", "-1", "--tweak-max-graph-breaks: invalid value '-1'"),
+        ("device", "tpu", "--tweak-device: "),
+        ("fingerprint_policy", "ignore", "--tweak-fingerprint-policy: invalid value 'ignore'"),
+    ],
+)
+def test_a_bad_value_names_the_option_the_value_and_what_is_allowed(
+    tmp_path: Path, name: str, value: str, message: str
+) -> None:
+    with pytest.raises(OptionError) as caught:
+        resolve_options(_raw(tmp_path, **{name: value}))
+    assert str(caught.value).startswith(message)
+
+
+def test_where_a_value_came_from_is_named_in_its_error(tmp_path: Path) -> None:
+    raw = Raw({"threshold": ("x", "ini option tweak_threshold")})
+    with pytest.raises(OptionError, match=r"^ini option tweak_threshold: invalid value 'x'"):
+        resolve_options(raw)
+
+
+def test_devices_with_indices_make_the_pools_xdist_workers_take(tmp_path: Path) -> None:
+    options = resolve_options(_raw(tmp_path, device=["cuda:0,cuda:1", "cpu", "cuda:1"]))
+    assert options.devices == ("cuda", "cpu")
+    assert options.device_pools == {"cuda": (0, 1)}
+    assert options.devices_source == "--tweak-device"
+
+
+def test_paths_are_relative_to_the_command_line_or_to_the_ini_file(tmp_path: Path) -> None:
+    (tmp_path / "here").mkdir()
+    (tmp_path / "ini").mkdir()
+    options = resolve_options(_raw(tmp_path, baseline="b.json", json="out/r.json"))
+    assert options.baseline_path == tmp_path / "here" / "b.json"
+    assert options.json_path == tmp_path / "here" / "out" / "r.json"
+    raw = Raw({"baseline": ("b.json", "ini option tweak_baseline")}, ini_dir=tmp_path / "ini")
+    assert resolve_options(raw).baseline_path == tmp_path / "ini" / "b.json"
+
+
+def test_a_report_path_that_is_a_folder_stops_the_run(tmp_path: Path) -> None:
+    (tmp_path / "here" / "reports").mkdir(parents=True)
+    with pytest.raises(OptionError) as caught:
+        resolve_options(_raw(tmp_path, html="reports"))
+    assert str(caught.value) == (
+        f"--tweak-html: cannot write the HTML report to {tmp_path / 'here' / 'reports'}: it is "
+        f"a folder; name a file, e.g. {tmp_path / 'here' / 'reports' / 'tweak-report.html'}"
+    )
+
+
+def test_saving_where_no_folder_can_be_made_stops_the_run(tmp_path: Path) -> None:
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "notes.txt").write_text("a file, not a folder")
+    with pytest.raises(OptionError) as caught:
+        resolve_options(_raw(tmp_path, save=True, baseline="notes.txt/b.json"))
+    assert str(caught.value) == (
+        f"--tweak-baseline: --tweak-save cannot write baseline file "
+        f"{tmp_path / 'here' / 'notes.txt' / 'b.json'}: {tmp_path / 'here' / 'notes.txt'} is "
+        "not a writable folder"
+    )
+    # without --tweak-save the same path is only read (and found missing): no error
+    assert not resolve_options(_raw(tmp_path, baseline="notes.txt/b.json")).save
+
+
+def test_fast_is_a_preset_that_explicit_options_override(tmp_path: Path) -> None:
+    fast = MeasureSettings.fast()
+    settings = resolve_options(_raw(tmp_path, fast=True, max_time="2")).settings
+    assert settings.max_time_s == 2.0
+    assert settings.warmup_s == fast.warmup_s
+    assert settings.eager == fast.eager
+
+
+def test_the_metric_decides_whether_the_reference_workloads_are_timed(tmp_path: Path) -> None:
+    assert resolve_options(_raw(tmp_path)).settings.reference
+    assert not resolve_options(_raw(tmp_path, metric="absolute")).settings.reference
+
+
+def test_a_limit_option_says_where_it_was_set(tmp_path: Path) -> None:
+    limits = resolve_options(_raw(tmp_path, max_graph_breaks="0")).limits
+    assert limits.graph_breaks == 0
+    assert limits.graph_breaks_source == "--tweak-max-graph-breaks"
+    assert limits.recompiles is None
+
+
+def test_the_command_line_tool_judges_with_the_plugins_numbers(tmp_path: Path) -> None:
+    """``python -m pytest_tweak diff --threshold`` and ``--tweak-threshold`` resolve alike."""
+    values = {"threshold": "cpu=7", "run_noise": "2", "metric": "absolute"}
+    plugin = resolve_options(_raw(tmp_path, **values)).judging
+    cli = resolve_judging(Raw({name: (value, f"--{name}") for name, value in values.items()}))
+    assert plugin == cli
+
+
+def test_every_option_has_a_flag_an_ini_key_and_help() -> None:
+    names = [option.name for option in OPTIONS]
+    assert len(names) == len(set(names))
+    for option in OPTIONS:
+        assert option.flag == "--tweak-" + option.name.replace("_", "-")
+        assert option.dest == f"tweak_{option.name}"
+        assert option.help.strip()
