@@ -185,6 +185,10 @@ class CaseResult:
         host_overhead_s: Latency minus device time (`host_overhead_s`); ``host_weight``: how
             much of the latency moves with the host (see `pytest_tweak.measure.host_weight`).
         cudagraph_skips: Why inductor ran graphs without CUDA graphs, as it said it.
+        load_share: The share of the measurement's wall time other processes took the case's
+            core (cpu, one thread); ``None`` where not seen.
+        unstable: Why the case's samples are not one steady figure (its time stepped
+            midway); ``None`` when they are.
         compile: ``time_s`` (the first call), ``dynamo_s``, ``inductor_s``, ``frames``,
             ``cache`` (``state``, ``hits``, ``misses``) and ``cold``.
         baseline: The baseline entry's figures; ``None`` without one.
@@ -225,6 +229,8 @@ class CaseResult:
     device_time: Summary | None = None
     host_weight: float = 0.0
     cudagraph_skips: tuple[str, ...] = ()
+    load_share: float | None = None
+    unstable: str | None = None
 
     @property
     def test(self) -> str:
@@ -305,6 +311,8 @@ class CaseResult:
             device_time=result.device_time,
             host_weight=result.host_weight,
             cudagraph_skips=result.cudagraph_skips,
+            load_share=result.load_share,
+            unstable=result.unstable,
             baseline=None
             if record.baseline is None
             else BaselineFigures.from_entry(record.baseline),
@@ -346,6 +354,8 @@ class CaseResult:
             "host_overhead_s": self.host_overhead_s,
             "host_weight": self.host_weight,
             "cudagraph_skips": list(self.cudagraph_skips),
+            "load_share": self.load_share,
+            "unstable": self.unstable,
             "baseline": None if self.baseline is None else self.baseline.to_dict(),
             "verdict": _verdict_dict(self.verdict),
             "environment": _plain(self.environment),
@@ -388,6 +398,8 @@ class CaseResult:
                 device_time=_summary(data.get("device_time"), "device_time"),
                 host_weight=float(data.get("host_weight", 0.0)),
                 cudagraph_skips=tuple(str(r) for r in data.get("cudagraph_skips", ())),
+                load_share=_optional_float(data.get("load_share")),
+                unstable=None if data.get("unstable") is None else str(data["unstable"]),
                 baseline=None if baseline is None else BaselineFigures.from_dict(baseline),
                 verdict=_verdict(data["verdict"]),
                 environment=dict(data["environment"]),
@@ -396,6 +408,10 @@ class CaseResult:
             raise ValueError(f"tweak case: missing field {exc.args[0]!r}") from exc
         except (TypeError, AttributeError) as exc:
             raise ValueError(f"tweak case {data.get('nodeid')!r}: {exc}") from exc
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _plain(value: Any) -> Any:

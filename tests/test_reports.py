@@ -4,6 +4,7 @@ and written by real runs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import xml.etree.ElementTree as ET
@@ -140,6 +141,23 @@ def test_a_case_survives_its_dict_form_and_json() -> None:
     for case in _cases():
         data = json.loads(json.dumps(case.to_dict(), allow_nan=False))
         assert CaseResult.from_dict(data) == case
+
+
+def test_a_busy_or_unstable_case_says_so_in_its_plain_form_and_the_json_report() -> None:
+    """The machine's load and a step in the samples reach the report files and xdist's
+    controller, not only the verdict's notes."""
+    case = dataclasses.replace(
+        _cases()[0], load_share=0.42, unstable="the time stepped from 1.0 ms to 2.0 ms"
+    )
+    data = json.loads(json.dumps(case.to_dict(), allow_nan=False))
+    assert (data["load_share"], data["unstable"]) == (0.42, case.unstable)
+    assert CaseResult.from_dict(data) == case
+    document = json_report([case], ENVIRONMENT, SETTINGS)
+    _validate(document)
+    bad = json.loads(json.dumps(document))
+    bad["cases"][0]["load_share"] = 1.5
+    with pytest.raises(jsonschema.ValidationError):
+        _validate(bad)
 
 
 def test_a_case_dict_without_a_field_names_it() -> None:
