@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from .baselines import BaselineEntry, RunRecord
+from .formatting import format_bytes, format_seconds
 from .stats import Summary, normal_quantile
 
 __all__ = [
@@ -47,8 +48,6 @@ __all__ = [
     "Verdict",
     "case_failures",
     "compare",
-    "format_bytes",
-    "format_seconds",
     "inconclusive_advice",
     "judge",
     "precision_needed",
@@ -534,23 +533,3 @@ def _memory_change(baseline: BaselineEntry, new: int | None, judging: Judging) -
             f"threshold {judging.memory_threshold_pct:g}%"
         )
     return None
-
-
-def format_seconds(seconds: float) -> str:
-    """``0.000123`` -> ``123.0 us``; three significant digits, unit picked to fit."""
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds / 1e-9:.4g} ns"
-
-
-def format_bytes(n: int | None) -> str:
-    """``1536`` -> ``1.5 KiB``; ``None`` -> ``-``."""
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.3g} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")

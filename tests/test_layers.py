@@ -141,6 +141,8 @@ def test_the_plugin_module_is_wiring_only() -> None:
         ("atomic write", "def write_atomic("),
         ("text table", "def text_table("),
         ("geometric mean", "def geometric_mean("),
+        ("seconds as people read them", "def format_seconds("),
+        ("bytes as people read them", "def format_bytes("),
         ("fingerprint policy", "def apply_policy("),
         ("judging options", "def resolve_judging("),
         ("the plain form of a finished case", "class CaseResult"),
