@@ -432,6 +432,7 @@ class Raw:
         return value, source
 
     def given(self, name: str) -> bool:
+        """Whether option ``name`` was set (a flag: turned on)."""
         return self.get(name)[0] is not None
 
     def path(self, name: str) -> tuple[Path | None, str]:
@@ -446,6 +447,8 @@ class Raw:
     def number(
         self, name: str, default: float, allowed: str, check: Callable[[float], bool]
     ) -> float:
+        """Option ``name`` as a finite number passing ``check`` (``allowed`` says which, in
+        the error), or ``default`` when not given."""
         raw, source = self.get(name)
         if raw is None:
             return default
@@ -457,9 +460,12 @@ class Raw:
     def optional_number(
         self, name: str, allowed: str, check: Callable[[float], bool]
     ) -> float | None:
+        """`number`, or ``None`` when not given."""
         return None if not self.given(name) else self.number(name, 0.0, allowed, check)
 
     def choice(self, name: str, choices: tuple[str, ...], default: str) -> str:
+        """Option ``name``, lower-cased, when it is one of ``choices``; ``default`` when not
+        given."""
         raw, source = self.get(name)
         if raw is None:
             return default
