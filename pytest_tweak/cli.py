@@ -41,7 +41,7 @@ from .baselines import (
 )
 from .devices import DEVICES
 from .fingerprint import apply_policy, differences, render_fingerprint
-from .formatting import format_bytes, format_seconds, geometric_mean, text_table
+from .formatting import format_bytes, format_seconds, text_table
 from .options import (
     DEFAULT_COMPILE_THRESHOLD_PCT,
     DEFAULT_CONFIDENCE,
@@ -55,6 +55,7 @@ from .options import (
     per_device_text,
     resolve_judging,
 )
+from .results import BaselineFigures
 from .verdict import Judging, Status, Verdict, judge
 
 __all__ = ["EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "main"]
@@ -271,14 +272,15 @@ def _print_json(data: Any) -> None:
 # -- show ---------------------------------------------------------------------------------
 
 
-def _normalized(entry: BaselineEntry) -> float | None:
-    values = [run.normalized.median for run in entry.runs if run.normalized is not None]
-    return geometric_mean(values) if values and len(values) == len(entry.runs) else None
-
-
-def _speedup(entry: BaselineEntry) -> float | None:
-    values = [run.speedup.median for run in entry.runs if run.speedup is not None]
-    return geometric_mean(values) if values and len(values) == len(entry.runs) else None
+def _entry_json(entry: BaselineEntry) -> dict[str, Any]:
+    """An entry as ``show --json`` prints it: as stored, with its combined figures."""
+    figures = BaselineFigures.from_entry(entry)
+    return {
+        **entry.as_dict(),
+        "median_s": entry.median_s,
+        "normalized": figures.normalized,
+        "speedup": figures.speedup,
+    }
 
 
 def _config_text(config: Mapping[str, Any]) -> str:
@@ -308,15 +310,7 @@ def _show(args: argparse.Namespace) -> int:
             {
                 "file": str(path),
                 "version": found.version,
-                "cases": {
-                    key: {
-                        **entry.as_dict(),
-                        "median_s": entry.median_s,
-                        "normalized": _normalized(entry),
-                        "speedup": _speedup(entry),
-                    }
-                    for key, entry in sorted(found.entries.items())
-                },
+                "cases": {key: _entry_json(entry) for key, entry in sorted(found.entries.items())},
                 "skipped": dict(sorted(found.skipped.items())),
             }
         )
@@ -328,8 +322,8 @@ def _show(args: argparse.Namespace) -> int:
         label = "-"
         if fingerprint:
             label = environments.setdefault(fingerprint, _label(len(environments)))
-        normalized = _normalized(entry)
-        speedup = _speedup(entry)
+        figures = BaselineFigures.from_entry(entry)
+        normalized, speedup = figures.normalized, figures.speedup
         rows.append(
             (
                 key,

@@ -49,6 +49,8 @@ _STATE_KEY = pytest.StashKey[RunState]()
 _PROGRESS_KEY = pytest.StashKey["ProgressLine | None"]()
 #: Set once the settings line is in the report header.
 _HEADER_KEY = pytest.StashKey[bool]()
+#: Whether the run sets any pytest-tweak option (then the header shows the settings).
+_GIVEN_KEY = pytest.StashKey[bool]()
 #: Set once the device markers are registered for this session.
 _MARKERS_KEY = pytest.StashKey[bool]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
@@ -151,10 +153,12 @@ def pytest_configure(config: pytest.Config) -> None:
         register_device_markers(config)  # when it collects a file that uses tweak
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
+    raw = _raw(config)
     try:
-        options = resolve_options(_raw(config))
+        options = resolve_options(raw)
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[_GIVEN_KEY] = any(raw.given(option.name) for option in OPTIONS)
     state = RunState(options)
     config.stash[_STATE_KEY] = state
     config.pluginmanager.register(_RunHooks(state), "tweak-run")
@@ -165,7 +169,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> str | None:
     """The settings in force, when the run selects pytest-tweak options (else the line comes
     after collection, and only when a collected test uses ``tweak``)."""
-    if not any(_raw(config).given(option.name) for option in OPTIONS):
+    if not config.stash[_GIVEN_KEY]:
         return None
     config.stash[_HEADER_KEY] = True
     return settings_line(config.stash[_STATE_KEY].options, config.rootpath)

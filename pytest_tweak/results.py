@@ -41,6 +41,7 @@ __all__ = [
     "baseline_entry",
     "interval",
     "junit_properties",
+    "run_record",
     "suite_tuning",
 ]
 
@@ -74,7 +75,8 @@ def interval(summary: Summary) -> tuple[float, float]:
 
 @dataclass
 class CaseRecord:
-    """One case's outcome, for the summary, for saving and for observers.
+    """One case's outcome while its objects are alive: what the ``pytest_tweak_case_result``
+    hook gets. Its plain form, `CaseResult`, is what the run keeps.
 
     Attributes:
         nodeid: The test's node id, the baseline key.
@@ -86,7 +88,6 @@ class CaseRecord:
         baseline: The baseline entry, if the file has one.
         backend: The registered name of the case's backend.
         fingerprint: The environment fingerprint of the run.
-        test_passed: Whether the test passed; set from the test's report.
     """
 
     nodeid: str
@@ -98,7 +99,6 @@ class CaseRecord:
     baseline: BaselineEntry | None
     backend: str = "inductor"
     fingerprint: Mapping[str, Any] = field(default_factory=dict)
-    test_passed: bool | None = None  # set from the test's report
 
 
 @dataclass(frozen=True)
@@ -576,20 +576,30 @@ def junit_properties(case: CaseResult) -> list[tuple[str, object]]:
     return [(name, value) for name, value in values if value is not None]
 
 
+def run_record(figures: BenchmarkResult | CaseResult) -> RunRecord | None:
+    """The run a timed case makes, from its live result (to judge it) or its plain form (to
+    save it); ``None`` when timing was off. ``unstable`` and ``load_share`` are never
+    written to a file."""
+    if figures.timing is None:
+        return None
+    return RunRecord(
+        timing=figures.timing,
+        normalized=figures.normalized,
+        speedup=figures.speedup,
+        device=figures.device_time,
+        unstable=figures.unstable,
+        load_share=figures.load_share,
+    )
+
+
 def baseline_entry(case: CaseResult) -> BaselineEntry | None:
     """What a finished case saves into the baseline file; ``None`` when it was not timed."""
-    if case.timing is None:
+    run = run_record(case)
+    if run is None:
         return None
     cache = case.compile.get("cache") or {}
     return BaselineEntry(
-        runs=(
-            RunRecord(
-                timing=case.timing,
-                normalized=case.normalized,
-                speedup=case.speedup,
-                device=case.device_time,
-            ),
-        ),
+        runs=(run,),
         graph_breaks=case.graph_breaks,
         recompiles=case.recompiles,
         graph_count=case.graph_count,

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .measure import Instruments
 from .options import TweakOptions
-from .results import CaseRecord, CaseResult, baseline_entry
+from .results import CaseRecord, CaseResult, baseline_entry, run_record
 from .verdict import Limits, case_failures
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
     from .registry import BackendRegistry
 
-__all__ = ["LockUse", "RunState", "run_record"]
+__all__ = ["LockUse", "RunState"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class RunState:
         self.loaded = True
 
     def note_missing_devices(self, cases: Sequence[Any]) -> None:
-        """Count the collected cases (``pytest_tweak.plugin._Case``, or None for other tests)
+        """Count the collected cases (`pytest_tweak.collect.TweakCase`, or None for other tests)
         skipped because torch cannot use a device the run asked for by name."""
         if self.options.devices_source == "default":
             return
@@ -154,17 +154,3 @@ class RunState:
         self.saved = entries
         self.kept = len(set(written) - set(entries))
         return entries
-
-
-def run_record(result: BenchmarkResult) -> RunRecord | None:
-    """What a timed case contributes to a baseline; ``None`` when timing was off."""
-    if result.timing is None:
-        return None
-    return RunRecord(
-        timing=result.timing,
-        normalized=result.normalized,
-        speedup=result.speedup,
-        device=result.device_time,
-        unstable=result.unstable,
-        load_share=result.load_share,
-    )

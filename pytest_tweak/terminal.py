@@ -9,7 +9,6 @@ import contextlib
 import dataclasses
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -476,7 +475,7 @@ class ProgressLine:
     def show(self, text: str | None) -> None:
         """Show ``text`` in place of the last one; ``None`` erases it."""
         capture = self._config.pluginmanager.get_plugin("capturemanager")
-        with capture.global_and_fixture_disabled() if capture else nullcontext():
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             out = sys.stdout
             if self._shown:
                 out.write("\b" * self._shown + " " * self._shown + "\b" * self._shown)
