@@ -2,6 +2,7 @@
 
     python benchmarks/measurement.py --device cpu  --runs 30 --loaded-runs 10
     python benchmarks/measurement.py --device cuda --runs 30
+    python benchmarks/measurement.py --device cuda --model launch --runs 20  # launch-bound
 
 Everything runs through real pytest processes with the plugin at its defaults:
 
@@ -57,9 +58,23 @@ SHARES = (0, 2, 5, 10, 20)
 # - "stream": a reduction over an extra buffer of ``extra`` floats, added to the output
 #   (cuda). It reads memory at full bandwidth, so its time grows in proportion to its size,
 #   with no tile steps, and the second pass corrects each share from its own measurement.
+# - "launches" (``--model launch``): a chain of ``extra`` tiny (8 x 8) matrix products, each
+#   followed by a tanh, added to the output: two more kernel launches per link, host work
+#   for a launch-bound model, whose device sits idle between kernels.
 MODELS = {
     "cpu": {"width": 256, "depth": 10, "batch": 128, "inject": "columns", "passes": 1},
     "cuda": {"width": 2048, "depth": 8, "batch": 1024, "inject": "stream", "passes": 2},
+}
+# The GPU latency issue's launch-bound model: depth x nn.TransformerEncoderLayer(256, 4, 512),
+# batch 8 x 64 tokens (the host's launch work outlasts the kernels).
+LAUNCH = {
+    "kind": "launch",
+    "width": 256,
+    "depth": 4,
+    "batch": 8,
+    "tokens": 64,
+    "inject": "launches",
+    "passes": 2,
 }
 
 MODEL = """
@@ -69,13 +84,27 @@ import torch
 # depth x (matmul + relu). inject="columns": `extra` widens the last product by that many
 # columns and drops them again, so the added work grows from zero and adds no kernel.
 # inject="stream": a reduction over a buffer of `extra` floats is added to the output, work
-# in proportion to `extra` at the memory's bandwidth.
+# in proportion to `extra` at the memory's bandwidth. kind="launch": transformer encoder
+# layers instead; inject="launches" adds a chain of `extra` tiny products (two launches each).
 class Model(torch.nn.Module):
 
-    def __init__(self, width, depth, extra, inject="columns"):
+    def __init__(self, spec, extra):
         super().__init__()
         g = torch.Generator().manual_seed(0)
+        width, depth, inject = spec["width"], spec["depth"], spec["inject"]
         self.width = width
+        self.layers = None
+        if spec.get("kind") == "launch":
+            torch.manual_seed(0)
+            self.layers = torch.nn.Sequential(*(
+                torch.nn.TransformerEncoderLayer(width, 4, 2 * width, batch_first=True)
+                for _ in range(depth)
+            ))
+            depth = 0
+        self.chain = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.randn(8, 8, generator=g) / 8**0.5)
+            for _ in range(extra if inject == "launches" else 0)
+        )
         columns = extra if inject == "columns" else 0
         self.weights = torch.nn.ParameterList(
             torch.nn.Parameter(
@@ -88,17 +117,25 @@ class Model(torch.nn.Module):
         self.register_buffer("stream", stream)
 
     def forward(self, x):
-        y = x
+        y = x if self.layers is None else self.layers(x)
         for w in self.weights:
             y = torch.relu((y @ w)[:, : self.width])
         if self.stream is not None:
             y = y + self.stream.mean()
+        if len(self.chain):
+            s = y.reshape(-1, self.width)[:8, :8]
+            for w in self.chain:
+                s = torch.tanh(s @ w)
+            y = y + s.mean()
         return y
 
 
 def inputs(spec, device="cpu"):
     g = torch.Generator().manual_seed(1)
-    return torch.randn(spec["batch"], spec["width"], generator=g).to(device)
+    shape = (spec["batch"], spec["width"])
+    if spec.get("kind") == "launch":
+        shape = (spec["batch"], spec["tokens"], spec["width"])
+    return torch.randn(*shape, generator=g).to(device)
 """
 
 SUITE = """
@@ -112,7 +149,7 @@ INJECT = os.environ.get("BENCH_INJECT") == "1"
 @pytest.mark.parametrize("share", SPEC["shares"], ids=lambda s: f"slow{s}")
 def test_model(tweak, share):
     extra = SPEC["extra"][str(share)] if INJECT else 0
-    model = Model(SPEC["width"], SPEC["depth"], extra, SPEC.get("inject", "columns")).eval()
+    model = Model(SPEC, extra).eval()
     with torch.no_grad():
         tweak.benchmark(model, inputs(SPEC))
 """
@@ -196,7 +233,7 @@ extras = json.loads(os.environ["BENCH_EXTRAS"])
 x = inputs(spec, device)
 calls = {}
 for name, extra in (("base", 0), *((str(e), e) for e in extras)):
-    model = Model(spec["width"], spec["depth"], extra, spec["inject"]).eval().to(device)
+    model = Model(spec, extra).eval().to(device)
     compiled = TorchInductorBackend().compile(model, device)
     with torch.no_grad():
         compiled(x)
@@ -228,9 +265,9 @@ def _measure_ratios(work: Path, spec: dict[str, Any], extras: list[int]) -> dict
 def calibrate(work: Path, spec: dict[str, Any]) -> dict[str, int]:
     """The amount of added work for each share: a linear estimate from one measured probe,
     then (``passes`` > 1) each share measured and corrected in proportion."""
-    # the probe: as many columns as the model is wide, or a stream of 32 M floats (128 MB,
-    # more than a GPU's L2 cache, so it is read from memory on every call)
-    probe = spec["width"] if spec["inject"] == "columns" else 32 << 20
+    # the probe: as many columns as the model is wide, a stream of 32 M floats (128 MB,
+    # more than a GPU's L2 cache, so it is read from memory on every call) or 40 links
+    probe = {"columns": spec["width"], "stream": 32 << 20, "launches": 40}[spec["inject"]]
     ratio = _measure_ratios(work, spec, [probe])[probe]
     per_unit = max(ratio - 1.0, 1e-6) / probe
     extra = {"0": 0}
@@ -260,7 +297,7 @@ spec = json.loads(os.environ["BENCH_SPEC"])
 device = torch.device(spec["device"])
 methods = json.loads(os.environ["BENCH_METHODS"])
 torch.set_num_threads(1)
-model = Model(spec["width"], spec["depth"], 0).eval().to(device)
+model = Model(spec, 0).eval().to(device)
 x = inputs(spec, device)
 compiled = torch.compile(model)
 medians = {}
@@ -349,6 +386,13 @@ STAGES = ("setup", "baseline", "compare", "agree", "render")
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument(
+        "--model",
+        choices=("matmul", "launch"),
+        default="matmul",
+        help="matmul: depth x (matmul + relu), the device's model; launch: the launch-bound "
+        "transformer model of the GPU latency issue (its table has its own section)",
+    )
     parser.add_argument("--runs", type=int, default=30, help="compare runs (fresh processes)")
     parser.add_argument("--baseline-runs", type=int, default=5)
     parser.add_argument("--loaded-runs", type=int, default=0, help="compare runs under load")
@@ -391,7 +435,8 @@ def _stage_setup(work: Path, args: argparse.Namespace) -> None:
     (work / "bench_model.py").write_text(MODEL)
     (work / "test_bench.py").write_text(SUITE)
     shares = sorted({0, *args.shares})
-    spec: dict[str, Any] = {"device": args.device, "shares": shares, **MODELS[args.device]}
+    model = LAUNCH if args.model == "launch" else MODELS[args.device]
+    spec: dict[str, Any] = {"device": args.device, "shares": shares, **model}
     spec["extra"] = calibrate(work, spec)
     spec["machine"] = _machine(args.device)
     (work / "spec.json").write_text(json.dumps(spec))
@@ -460,7 +505,7 @@ def _stage_render(work: Path, args: argparse.Namespace) -> None:
         "cut_short": cut_short,
     }
     section = render(results, args)
-    _write_section(args.out, spec["device"], section)
+    _write_section(args.out, _section_name(spec), section)
     print(section)
 
 
@@ -526,8 +571,7 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
     base_abs = {name: results["base"][0][name]["stats"]["median"] for name in results["base"][0]}
     lines = [
         f"Machine: {results['machine']}.",
-        f"Model: {spec['depth']} x (matmul {spec['batch']}x{spec['width']} @ "
-        f"{spec['width']}x{spec['width']} + relu), compiled with the default config; "
+        f"Model: {_describe(spec)}, compiled with the default config; "
         f"defaults: threshold {threshold:g}%, run noise {DEFAULT_RUN_NOISE_PCT[device]:g}%, "
         f"confidence 99%. Baseline: {len(results['base'])} runs "
         "(`--tweak-save --tweak-append`).",
@@ -592,6 +636,24 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
     lines += _agreement_table(results["agreement"])
     lines += _cost_table(results, device)
     return "\n".join(lines)
+
+
+def _section_name(spec: dict[str, Any]) -> str:
+    return spec["device"] + ("-launch" if spec.get("kind") == "launch" else "")
+
+
+def _describe(spec: dict[str, Any]) -> str:
+    if spec.get("kind") == "launch":
+        return (
+            f"{spec['depth']} x nn.TransformerEncoderLayer({spec['width']}, 4, "
+            f"{2 * spec['width']}), batch {spec['batch']} x {spec['tokens']} tokens "
+            "(launch-bound); the injected work is a chain of tiny matrix products and tanh "
+            "(two kernel launches per link)"
+        )
+    return (
+        f"{spec['depth']} x (matmul {spec['batch']}x{spec['width']} @ "
+        f"{spec['width']}x{spec['width']} + relu)"
+    )
 
 
 def _time_status(info: dict[str, Any]) -> str:
