@@ -32,12 +32,17 @@ ROOT = Path(__file__).resolve().parent.parent
 #: A saver process: saves ``count`` entries named ``<prefix><i>``, one save each, once the
 #: start file exists (so that all savers start together).
 SAVER = textwrap.dedent("""
-    import itertools, os, sys, time
+    import itertools, os, signal, sys, time
     from pathlib import Path
     from pytest_tweak.baselines import BaselineEntry, RunRecord, save_baselines
     from pytest_tweak.stats import Summary
 
     path, prefix, count, start = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    # Ctrl-C and SIGTERM as a pytest run in a terminal has them: a suite started in the
+    # background (bash's `cmd &`) hands its children SIGINT ignored, and Python then installs
+    # no KeyboardInterrupt handler, so a SIGINT would never stop this saver
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     while not os.path.exists(start):
         time.sleep(0.001)
     # count < 0: save until killed (a kill then always lands mid-run, however slow the
@@ -98,11 +103,16 @@ def test_a_saver_killed_mid_save_leaves_a_whole_file(tmp_path: Path, sig: signal
     seen = 1
     for attempt in range(8):
         proc = _saver(path, f"k{attempt}-", -1, start)
-        assert proc.stdout is not None
-        proc.stdout.readline()  # it has saved at least once: now it is saving in a loop
-        time.sleep(0.003 * attempt)
-        proc.send_signal(sig)
-        proc.communicate(timeout=60)
+        try:
+            assert proc.stdout is not None
+            proc.stdout.readline()  # it has saved at least once: now it is saving in a loop
+            time.sleep(0.003 * attempt)
+            proc.send_signal(sig)
+            proc.communicate(timeout=60)
+        finally:  # a saver the signal did not stop must not outlive the test
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
         assert proc.returncode != 0  # it really was stopped mid-run
         found = read_baselines(path)  # never a BaselineError
         assert not found.skipped and found.entries["existing"] == _entry(0.5)
