@@ -761,7 +761,8 @@ def _cost_table(results: dict[str, Any], device: str) -> list[str]:
         rows += [
             row(
                 "plugin's own time per case inside `tweak.benchmark()`, outside compile, "
-                "measurement and the device move (every case but the first of a run)",
+                "the checks, measurement and the device move (every case but the first of a "
+                "run)",
                 own_s,
                 1e3,
                 "ms",

@@ -10,7 +10,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import torch
@@ -90,13 +90,15 @@ class LocalRunner:
 @dataclass(frozen=True)
 class Phases:
     """Seconds spent per phase of a case: the compiling first call, calibration and warm-up
-    (``warmup_s``), sampling, and moving the model and its inputs to the device
-    (``move_s``)."""
+    (``warmup_s``), sampling, moving the model and its inputs to the device (``move_s``), and
+    the checks' own calls of the model (``check_s``: the accuracy check's eager call and the
+    peak-memory calls), which grow with the model."""
 
     compile_s: float = 0.0
     warmup_s: float = 0.0
     measure_s: float = 0.0
     move_s: float = 0.0
+    check_s: float = 0.0
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -104,6 +106,7 @@ class Phases:
             "warmup_s": self.warmup_s,
             "measure_s": self.measure_s,
             "move_s": self.move_s,
+            "check_s": self.check_s,
         }
 
 
@@ -129,7 +132,8 @@ class BenchmarkResult:
         host_bound: The device-time timer could not keep the device busy while the host
             queued the calls in some samples (their device time may hold idle gaps).
         warmup_stable: Warm-up ended because the timings settled (not at its time cap).
-        phases: Seconds spent compiling, warming up and sampling.
+        phases: Seconds spent per phase: compiling, warming up, sampling, the device move
+            and the checks' model calls (`Phases`).
         graph_breaks: Graph breaks: the distinct sites (file, line) where dynamo ended a graph
             or skipped a frame, as ``TORCH_LOGS=graph_breaks`` logs them.
         break_reasons: Those breaks, each with its reason, source line, how often dynamo met
@@ -308,6 +312,7 @@ def run_case(
     accuracy: Accuracy | None = None
     memory: tuple[int | None, int | None] = (None, None)
     graph_breaks = GraphBreakLog()
+    check_s = 0.0
     try:
         with (
             _torch_threads(threads),
@@ -318,7 +323,9 @@ def run_case(
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:
                 phase("checking accuracy")
+                checked = time.perf_counter()
                 accuracy = _accuracy(output, lambda: run_all(eager_model), backend, device, checks)
+                check_s += time.perf_counter() - checked
             if not runner.disabled:
                 eager_call = (
                     (lambda: run_all(eager_model))
@@ -328,10 +335,12 @@ def run_case(
                 measurement = _measure(call, eager_call, device, settings, instruments, phase)
                 if checks.memory:
                     phase("measuring memory")
+                    checked = time.perf_counter()
                     memory = (
                         peak_memory(call, device),
                         None if eager_call is None else peak_memory(eager_call, device),
                     )
+                    check_s += time.perf_counter() - checked
     except Exception as exc:
         failure = _describe_failure(backend, device, exc)
     if failure is not None:
@@ -351,6 +360,7 @@ def run_case(
     else:
         runner.record(measurement.samples["case"], measurement.iterations["case"])
         figures = _figures(measurement, compile_time_s, move_s)
+    figures["phases"] = replace(figures["phases"], check_s=check_s)
     return BenchmarkResult(
         backend=backend.name,
         device=device,

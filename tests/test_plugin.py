@@ -621,6 +621,8 @@ def test_benchmark_json_holds_every_case_with_tweak_metrics(
     # the plugin's own time in tweak.benchmark(), outside compile, measurement and the move;
     # the first case of a run also pays for first-use imports
     assert info["phases"]["own_s"] >= 0 and info["phases"]["move_s"] >= 0
+    # the accuracy check and the peak-memory calls run the model: timed apart from own_s
+    assert info["phases"]["check_s"] > 0
     # how small it is, is measured in benchmarks/measurement.py (docs/measurement.md, "Cost"):
     # a bound here let a busy machine decide the test (3.8 s once, beside two test suites)
     later = benchmarks["test_tinynet_speed[cpu-autocast-bf16]"]["extra_info"]["tweak"]
