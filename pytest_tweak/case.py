@@ -10,7 +10,7 @@ import contextlib
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import torch
@@ -356,11 +356,10 @@ def run_case(
         raise CaseError(f"{backend.name} on {device}: {nan}")
     counts = read_counts(graph_breaks)
     if measurement is None:
-        figures = _no_figures(compile_time_s, move_s)
+        figures = _no_figures(compile_time_s, move_s, check_s)
     else:
         runner.record(measurement.samples["case"], measurement.iterations["case"])
-        figures = _figures(measurement, compile_time_s, move_s)
-    figures["phases"] = replace(figures["phases"], check_s=check_s)
+        figures = _figures(measurement, compile_time_s, move_s, check_s)
     return BenchmarkResult(
         backend=backend.name,
         device=device,
@@ -432,7 +431,9 @@ def _accuracy(
     )
 
 
-def _figures(measurement: Measurement, compile_time_s: float, move_s: float) -> dict[str, Any]:
+def _figures(
+    measurement: Measurement, compile_time_s: float, move_s: float, check_s: float
+) -> dict[str, Any]:
     """The `BenchmarkResult` fields that come from a measurement."""
     timing = measurement.summary("case")
     return {
@@ -450,11 +451,13 @@ def _figures(measurement: Measurement, compile_time_s: float, move_s: float) -> 
         "warmup_stable": measurement.warmup.stable,
         "load_share": measurement.load_share,
         "unstable": step_in(measurement.samples["case"]),
-        "phases": Phases(compile_time_s, measurement.prepare_s, measurement.seconds, move_s),
+        "phases": Phases(
+            compile_time_s, measurement.prepare_s, measurement.seconds, move_s, check_s
+        ),
     }
 
 
-def _no_figures(compile_time_s: float, move_s: float) -> dict[str, Any]:
+def _no_figures(compile_time_s: float, move_s: float, check_s: float) -> dict[str, Any]:
     """The same fields when timing was off (the case ran once)."""
     return {
         "median_s": None,
@@ -467,7 +470,7 @@ def _no_figures(compile_time_s: float, move_s: float) -> dict[str, Any]:
         "stopped": None,
         "host_bound": False,
         "warmup_stable": None,
-        "phases": Phases(compile_s=compile_time_s, move_s=move_s),
+        "phases": Phases(compile_s=compile_time_s, move_s=move_s, check_s=check_s),
     }
 
 

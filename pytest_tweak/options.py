@@ -608,14 +608,12 @@ def _report_paths(raw: Raw) -> dict[str, Path | None]:
 def _check_baseline_writable(path: Path, source: str) -> None:
     """With --tweak-save, fail now, not after the whole run, if the file cannot be written."""
     where = "the default" if source == "default" else source
-    if path.is_dir():
-        raise OptionError(
-            f"{where}: baseline file {path} is a folder; name a file, e.g. "
-            f"{path / DEFAULT_BASELINE}"
-        )
     problem = _unwritable(path, DEFAULT_BASELINE)
-    if problem is not None:
-        raise OptionError(f"{where}: --tweak-save cannot write baseline file {path}: {problem}")
+    if problem is None:
+        return
+    if path.is_dir():
+        raise OptionError(f"{where}: baseline file {path} {problem.removeprefix('it ')}")
+    raise OptionError(f"{where}: --tweak-save cannot write baseline file {path}: {problem}")
 
 
 def _unwritable(path: Path, example: str) -> str | None:
