@@ -185,12 +185,24 @@ class HostTimer:
     waited (`load_share`), which would otherwise be most of the noise: on this project's
     2-core runner with other work beside it, the spread (interquartile range) of the case's
     samples fell from 47-59 % of the median (wall) to 8-12 % (thread CPU time).
+
+    With ``prime``, one untimed call runs before each sample, so every timed call starts as
+    back-to-back calls do, with the workload's weights and code in the caches, whatever ran
+    before it. Without it a sample's first call pays for reloading what the interleaved
+    workloads evicted, a cost shared by however many calls calibration put in a sample: a
+    2 ms cpu model got 1 call a sample in some windows and 2 in others, and its normalized
+    time moved 4 % with that choice (``benchmarks/window_sources.py``).
     """
 
     def __init__(
-        self, sync: Callable[[], None], min_round_s: float = 0.0, thread_clock: bool = False
+        self,
+        sync: Callable[[], None],
+        min_round_s: float = 0.0,
+        thread_clock: bool = False,
+        prime: bool = False,
     ) -> None:
         self._sync = sync
+        self.prime = prime
         #: the shortest sample this timer wants (see `ACCELERATOR_MIN_ROUND_S`)
         self.min_round_s = min_round_s
         self.thread_clock = thread_clock
@@ -200,6 +212,8 @@ class HostTimer:
 
     def __call__(self, call: Callable[[], Any], iterations: int) -> float:
         timer = time.perf_counter_ns
+        if self.prime:
+            call()
         if self.thread_clock:
             cpu_timer = time.thread_time_ns
             wall_start, cpu_start = timer(), cpu_timer()
@@ -555,13 +569,17 @@ def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
 
 def make_timer(device: torch.device, threads: int | None = None) -> HostTimer:
     """The latency timer of ``device``: `HostTimer` with the device's synchronize (and, on
-    cuda and xpu, samples of at least `ACCELERATOR_MIN_ROUND_S`); on cpu with ``threads`` 1,
-    the thread's CPU time."""
+    cuda and xpu, samples of at least `ACCELERATOR_MIN_ROUND_S`); on cpu each sample primed
+    with an untimed call, and with ``threads`` 1 the thread's CPU time."""
     from .devices import make_synchronizer
 
-    floor = 0.0 if device.type == "cpu" else ACCELERATOR_MIN_ROUND_S
-    thread_clock = device.type == "cpu" and threads == 1
-    return HostTimer(make_synchronizer(device), min_round_s=floor, thread_clock=thread_clock)
+    cpu = device.type == "cpu"
+    return HostTimer(
+        make_synchronizer(device),
+        min_round_s=0.0 if cpu else ACCELERATOR_MIN_ROUND_S,
+        thread_clock=cpu and threads == 1,
+        prime=cpu,
+    )
 
 
 def make_device_timer(device: torch.device, flush: torch.Tensor | None = None) -> SampleTimer:
