@@ -39,7 +39,6 @@ from .measure import (
     Measurement,
     MeasureSettings,
     measure,
-    step_in,
 )
 from .memory import peak_memory
 from .stats import Summary
@@ -450,7 +449,7 @@ def _figures(
         "host_bound": measurement.host_bound,
         "warmup_stable": measurement.warmup.stable,
         "load_share": measurement.load_share,
-        "unstable": step_in(measurement.samples["case"]),
+        "unstable": measurement.step("case"),
         "phases": Phases(
             compile_time_s, measurement.prepare_s, measurement.seconds, move_s, check_s
         ),

@@ -407,6 +407,18 @@ class Measurement:
             normalized_series(self.samples, name, REFERENCE, _weight_now(self.samples, name))
         )
 
+    def step(self, name: str = "case") -> str | None:
+        """`step_in` of ``name``'s samples, judged on its time over the reference's when a
+        reference was measured: a machine whose speed changed midway moves both, and that is
+        the machine, not a broken measurement."""
+        values = self.samples.get(name)
+        if not values:
+            return None
+        if not self.samples.get(REFERENCE):
+            return step_in(values)
+        weight = _weight_now(self.samples, name)
+        return step_in(values, normalized_series(self.samples, name, REFERENCE, weight))
+
 
 def measure(
     workloads: Mapping[str, Callable[[], Any]],
@@ -485,33 +497,45 @@ def _load_share(timers: Iterable[SampleTimer]) -> float | None:
 STEP_FACTOR = 1.25
 
 
-def step_in(samples: Sequence[float]) -> str | None:
+def step_in(samples: Sequence[float], judged: Sequence[float] | None = None) -> str | None:
     """Why ``samples`` (in the order taken) are not one steady figure: the first third's
     median and the last third's differ by more than `STEP_FACTOR`, and each third is steady
     on its own (its interquartile range smaller than half the gap), which is a step, not
     noise: dynamo falling back to eager at its recompile limit, a cache that filled or was
-    lost midway. ``None`` when there is no such step (or fewer than 9 samples)."""
-    n = len(samples)
+    lost midway. With ``judged`` (the same rounds over a reference), the step must show
+    there too. ``None`` when there is no such step (or fewer than 9 samples)."""
+    step = _thirds_step(samples)
+    if step is None or (judged is not None and _thirds_step(judged) is None):
+        return None
+    a, b = step
+    seen = "" if judged is None else ", and its time over the reference's with it"
+    return (
+        f"its time stepped from {a * 1e3:.4g} ms to {b * 1e3:.4g} ms per call between the "
+        f"first and the last third of its {len(samples)} samples{seen}: a broken measurement "
+        "(a fallback to eager at dynamo's recompile limit, a cache filled or lost midway), "
+        "not noise"
+    )
+
+
+def _thirds_step(values: Sequence[float]) -> tuple[float, float] | None:
+    """The medians of the first and the last third of ``values`` when they differ by more
+    than `STEP_FACTOR` and each third is steady (see `step_in`); else ``None``."""
+    n = len(values)
     if n < 9:
         return None
     third = n // 3
-    first, last = sorted(samples[:third]), sorted(samples[-third:])
+    first, last = sorted(values[:third]), sorted(values[-third:])
     a, b = statistics.median(first), statistics.median(last)
     low, high = min(a, b), max(a, b)
     if low <= 0 or high / low <= STEP_FACTOR:
         return None
-    gap = high - low
 
-    def iqr(values: list[float]) -> float:
-        return values[(3 * len(values)) // 4] - values[len(values) // 4]
+    def iqr(part: list[float]) -> float:
+        return part[(3 * len(part)) // 4] - part[len(part) // 4]
 
-    if max(iqr(first), iqr(last)) >= gap / 2:
+    if max(iqr(first), iqr(last)) >= (high - low) / 2:
         return None
-    return (
-        f"its time stepped from {a * 1e3:.4g} ms to {b * 1e3:.4g} ms per call between the "
-        f"first and the last third of its {n} samples: a broken measurement (a fallback to "
-        "eager at dynamo's recompile limit, a cache filled or lost midway), not noise"
-    )
+    return a, b
 
 
 def host_weight(latency_s: float, device_s: float | None) -> float:

@@ -6,6 +6,7 @@ import gc
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -392,3 +393,27 @@ def test_a_step_midway_is_named_and_noise_is_not() -> None:
     wild = [1e-3 if i % 2 else 3e-3 for i in range(30)]  # bimodal throughout: noise, no step
     assert measure.step_in(wild) is None
     assert measure.step_in([1e-3, 3e-3] * 4) is None  # too few samples to tell
+
+
+def test_a_step_the_reference_took_too_is_the_machine_not_a_broken_measurement() -> None:
+    # a 2-core VM whose host slowed by half midway (seen on CI machines): case and reference
+    # both stepped, their ratio did not, and the normalized figure is sound
+    slow_down = [1.0] * 15 + [1.5] * 15
+    case = tuple(1e-3 * f * (1 + 0.01 * (i % 3)) for i, f in enumerate(slow_down))
+    reference = tuple(2e-3 * f for f in slow_down)
+    machine = measure.Measurement(
+        samples={"case": case, "reference": reference},
+        iterations={"case": 1, "reference": 1},
+        warmup=measure.WarmUp(samples=3, seconds=0.1, stable=True),
+        prepare_s=0.1,
+        seconds=1.0,
+        stopped="time budget",
+    )
+    assert measure.step_in(case) is not None  # on its own, the case's time did step
+    assert machine.step("case") is None
+    # dynamo falling back to eager halfway: the case steps and the reference does not
+    fallback = replace(machine, samples={"case": case, "reference": (2e-3,) * 30})
+    text = fallback.step("case")
+    assert text is not None
+    assert "stepped from 1.01 ms to 1.515 ms" in text
+    assert "and its time over the reference's with it" in text
