@@ -5,17 +5,19 @@
 #   bash benchmarks/gpu_gate.sh launch  WORK [SECONDS]   # 4 x TransformerEncoderLayer(256)
 #   python benchmarks/measurement.py --work WORK --stage render   # afterwards, anywhere
 #
-# Calibrates the injected work (compute: +2 %; launch: +2 and +10 %), records a 3-run baseline
+# Calibrates the injected work (compute: +2 %; launch: +2, +5, +10 and +20 %), records a 3-run baseline
 # (as the README recommends for cuda), then adds compare runs until SECONDS (default 585) have
 # passed, so that it fits one 10-minute call; run it again on the same WORK to add runs (a run
 # cut short by the limit is left out by the render). WORK is tarred to $OUT every minute when
-# $OUT is set, so what a call did comes back even if the call is cut off.
+# $OUT is set, with its output in $OUT/MODEL.log, so what a call did comes back even if the
+# call is cut off; a pytest run that stalls is stopped after 300 s with its stacks kept.
 set -u
 model=$1 work=$2 limit=${3:-585}
-export PYTHONUNBUFFERED=1 TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/tweak-cache}
+export PYTHONUNBUFFERED=1 PYTHONFAULTHANDLER=1 TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/tweak-cache}
 here=$(dirname "$0")
-if [ "$model" = launch ]; then args=(--model launch); shares=(2 10); else args=(); shares=(2); fi
+if [ "$model" = launch ]; then args=(--model launch); shares=(2 5 10 20); else args=(); shares=(2); fi
 if [ -n "${OUT:-}" ]; then
+  exec > >(tee -a "$OUT/$model.log") 2>&1  # what the call printed comes back even if cut off
   ( while sleep 60; do tar czf "$OUT/$model.tgz" "$work"; done ) &
   saver=$!
 fi

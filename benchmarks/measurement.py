@@ -50,6 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SHARES = (0, 2, 5, 10, 20)
+# a pytest run of the suite takes 10-40 s; one that takes this long has stalled
+RUN_TIMEOUT_S = 300
 
 # The model: cpu ~1.4 ms per call at one thread; cuda ~1.5 ms on an H200. How work is
 # injected (``inject``) and how many measured calibration passes aim it (``passes``):
@@ -181,9 +183,20 @@ def _pytest(work: Path, spec: dict[str, Any], inject: bool, tag: str, *args: str
     ]
     if not _installed():
         cmd[3:3] = ["-p", "pytest_tweak.plugin"]
-    done = subprocess.run(
-        cmd, cwd=work, env=_env(spec, inject), capture_output=True, text=True, check=False
-    )
+    cmd += ["-o", f"faulthandler_timeout={RUN_TIMEOUT_S // 2}"]  # a stalled test shows where
+    try:
+        done = subprocess.run(
+            cmd,
+            cwd=work,
+            env=_env(spec, inject),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=RUN_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as stalled:
+        (work / f"{tag}.stalled.log").write_text(f"{stalled.stdout!s}\n{stalled.stderr!s}")
+        sys.exit(f"{' '.join(cmd)} ran past {RUN_TIMEOUT_S} s; its output: {tag}.stalled.log")
     if done.returncode not in (0, 1) or not out.exists():
         sys.exit(f"{' '.join(cmd)} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
     return out
