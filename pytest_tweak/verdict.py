@@ -34,7 +34,7 @@ from enum import Enum
 
 from .baselines import BaselineEntry, RunRecord
 from .formatting import format_bytes, format_seconds
-from .stats import Summary, normal_quantile
+from .stats import Summary, chi2_quantile, normal_quantile, t_quantile
 
 __all__ = [
     "COMPILE_FLOOR_S",
@@ -279,9 +279,9 @@ def compare(
     estimate = math.log(new.median) - base_log
     if higher_is_better:
         estimate = -estimate
-    between, within_base, spread = _baseline_noise(base_runs, judging)
+    between, within_base, spread, df = _baseline_noise(base_runs, judging)
     variance = (between + new.log_sd**2) + (between + within_base) / k
-    half = normal_quantile(judging.confidence) * math.sqrt(variance)
+    half = _quantile(judging.confidence, df) * math.sqrt(variance)
     threshold = math.log1p(judging.threshold_pct / 100.0)
     # faster by more than the threshold, in percent: -T % (never, for T >= 100)
     faster = (
@@ -313,21 +313,45 @@ def compare(
 
 def _baseline_noise(
     base_runs: Sequence[Summary], judging: Judging
-) -> tuple[float, float, float | None]:
-    """(between, within, spread) as log variances: the run-to-run noise (the runs' own spread
-    shrunk towards the configured run noise), the mean of the runs' own sampling variances,
-    and the runs' raw spread (``None`` with one run)."""
+) -> tuple[float, float, float | None, int | None]:
+    """(between, within, spread, df): the run-to-run noise as a log variance (`_run_noise`),
+    the mean of the runs' own sampling variances, the runs' raw spread (``None`` with one run)
+    and the degrees of freedom of the interval's quantile (``None``: the normal's)."""
     k = len(base_runs)
     base_logs = [math.log(run.median) for run in base_runs]
     base_log = sum(base_logs) / k
     within_base = sum(run.log_sd**2 for run in base_runs) / k
     prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
     if k < 2:
-        return prior, within_base, None
+        return prior, within_base, None, None
     spread = sum((x - base_log) ** 2 for x in base_logs) / (k - 1)
     measured = max(spread - within_base, 0.0)
-    between = (_PRIOR_RUNS * prior + (k - 1) * measured) / (_PRIOR_RUNS + k - 1)
-    return between, within_base, spread
+    between, df = _run_noise(prior, measured, k, judging.confidence)
+    return between, within_base, spread, df
+
+
+def _run_noise(
+    prior: float, measured: float, runs: int, confidence: float
+) -> tuple[float, int | None]:
+    """The run-to-run noise (log variance) of a baseline of ``runs`` runs whose medians spread
+    ``measured`` beyond their own sampling, and the degrees of freedom of the quantile to use
+    with it (``None``: the normal's).
+
+    The runs' spread is shrunk towards the configured noise ``prior``, which weighs as
+    `_PRIOR_RUNS` runs, so that a few runs that happen to agree cannot make the interval
+    narrow. Unless the runs refute the prior: a chi-square test at the verdict's confidence
+    says a spread this large is not what noise of the prior's size gives (a host whose speed
+    swings between processes, as a launch-bound model's does on a shared GPU host). The
+    prior is then set aside, the runs' own spread is the noise, and the interval is
+    Student's t with ``runs - 1`` degrees of freedom, as a few runs' own spread warrants."""
+    if measured > 0 and (runs - 1) * measured > prior * chi2_quantile(confidence, runs - 1):
+        return measured, runs - 1
+    return (_PRIOR_RUNS * prior + (runs - 1) * measured) / (_PRIOR_RUNS + runs - 1), None
+
+
+def _quantile(confidence: float, df: int | None) -> float:
+    """The one-sided quantile of the verdict's interval: normal, or Student's t with ``df``."""
+    return normal_quantile(confidence) if df is None else t_quantile(confidence, df)
 
 
 #: The interval a decisive measurement aims for, as a share of the threshold: room for an
@@ -342,10 +366,10 @@ def precision_needed(base_runs: Sequence[Summary], judging: Judging) -> float | 
     way. ``None`` when the baseline's noise alone is wider: no amount of measuring decides."""
     if not base_runs:
         return None
-    between, within_base, _ = _baseline_noise(base_runs, judging)
+    between, within_base, _, df = _baseline_noise(base_runs, judging)
     k = len(base_runs)
     target = math.log1p(_DECISIVE_SHARE * judging.threshold_pct / 100.0)
-    room = (target / normal_quantile(judging.confidence)) ** 2 - between * (1 + 1 / k)
+    room = (target / _quantile(judging.confidence, df)) ** 2 - between * (1 + 1 / k)
     room -= within_base / k
     if room <= 0:
         return None
@@ -372,8 +396,8 @@ def inconclusive_advice(
     def half(runs: int, sampling: float) -> float:
         # the noise `compare` would find with ``runs`` baseline runs spread as these are (the
         # baseline's own sampling is small beside the rest: left out)
-        between = (_PRIOR_RUNS * prior + (runs - 1) * measured) / (_PRIOR_RUNS + runs - 1)
-        return z * math.sqrt(between * (1.0 + 1.0 / runs) + sampling)
+        between, df = _run_noise(prior, measured, runs, judging.confidence)
+        return _quantile(judging.confidence, df) * math.sqrt(between * (1 + 1 / runs) + sampling)
 
     lines = [
         f"noise ±{change.noise_pct:.1f}% against the {judging.threshold_pct:g}% threshold: this "
@@ -385,6 +409,12 @@ def inconclusive_advice(
             else f" (the configured --tweak-run-noise: the baseline has {k} run)"
         )
     ]
+    if k >= 2 and _run_noise(prior, measured, k, judging.confidence)[1] is not None:
+        lines.append(
+            f"the baseline's runs spread far more than the configured --tweak-run-noise "
+            f"({judging.run_noise_pct:g}%) allows: it is set aside, and the interval is "
+            f"Student's t on the {k} runs alone"
+        )
     if load_share is not None and load_share >= 0.1:
         lines.append(
             f"the machine was busy: other processes had this case's core {load_share:.0%} of "
@@ -404,7 +434,7 @@ def inconclusive_advice(
             f"±{math.expm1(half(more, new_var)) * 100.0:.1f}%"
         )
     else:
-        floor = math.expm1(half(10**6, 0.0)) * 100.0
+        floor = math.expm1(z * math.sqrt(measured)) * 100.0  # half() as runs grow without end
         lines.append(
             f"neither more runs nor longer measurement decides a {judging.threshold_pct:g}% "
             f"change here: the run-to-run noise alone is ±{floor:.1f}% at this confidence; "

@@ -176,7 +176,7 @@ def test_diff_inconclusive_fails_only_with_fail_inconclusive(
 ) -> None:
     old = write(tmp_path / "old.json", {A: entry(0.001)})
     new = write(tmp_path / "new.json", {A: entry(0.00101)})
-    # one baseline run: the assumed run noise (3 % on cpu) is too high for a 2 % threshold
+    # one baseline run: the assumed run noise (2 % on cpu) is too high for a 2 % threshold
     args = ["diff", str(old), str(new), "--threshold=2"]
     assert main(args) == EXIT_OK
     assert "inconclusive" in capsys.readouterr().out

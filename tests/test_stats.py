@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_tweak.stats import Summary, median_ci, normal_quantile
+from pytest_tweak.stats import Summary, chi2_quantile, median_ci, normal_quantile, t_quantile
 
 
 @pytest.mark.parametrize(("n", "ranks"), [(10, (2, 9)), (20, (6, 15)), (100, (40, 61))])
@@ -85,3 +85,24 @@ def test_normal_quantile() -> None:
     assert normal_quantile(0.99) == pytest.approx(2.326348)
     with pytest.raises(ValueError):
         normal_quantile(1.0)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "table"),
+    [(0.99, 1, 31.82052), (0.99, 2, 6.964557), (0.99, 4, 3.746947), (0.975, 10, 2.228139)],
+)
+def test_t_quantile_matches_the_tables(p: float, df: int, table: float) -> None:
+    assert t_quantile(p, df) == pytest.approx(table, rel=1e-6)
+
+
+def test_t_quantile_tends_to_the_normal_and_refuses_bad_arguments() -> None:
+    assert t_quantile(0.99, 4000) == pytest.approx(normal_quantile(0.99), rel=1e-3)
+    with pytest.raises(ValueError, match="df >= 1"):
+        t_quantile(0.99, 0)
+
+
+@pytest.mark.parametrize(
+    ("p", "df", "table"), [(0.99, 1, 6.634897), (0.99, 2, 9.210340), (0.99, 9, 21.66599)]
+)
+def test_chi2_quantile_is_within_a_percent_of_the_tables(p: float, df: int, table: float) -> None:
+    assert chi2_quantile(p, df) == pytest.approx(table, rel=0.01)
