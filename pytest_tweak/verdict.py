@@ -6,6 +6,9 @@ baseline's medians, and the noise *between* runs (processes, machines of one cla
 within-run samples cannot show: it is estimated from the baseline's repeated runs when there
 are some, shrunk towards the configured run-to-run noise so that three lucky runs cannot make
 the test overconfident, and taken from that setting alone when the baseline has one run.
+A baseline whose runs refute that setting (they spread more than noise of its size gives, by
+a chi-square test at the verdict's confidence) is judged on its own spread instead, with
+Student's t for the few runs it has (`_run_noise`).
 
 With ``c`` the estimated change, ``h`` the half-width of its one-sided ``confidence`` interval
 and ``t`` the threshold (all as log ratios):
