@@ -401,23 +401,21 @@ class Measurement:
     def normalized(self, name: str = "case") -> Summary | None:
         """``name``'s time over the reference workloads', round by round (see
         `normalized_series`, with the case's `host_weight`); ``None`` without a reference."""
-        if not self.samples.get(name) or not self.samples.get(REFERENCE):
-            return None
-        return Summary.of(
-            normalized_series(self.samples, name, REFERENCE, _weight_now(self.samples, name))
-        )
+        series = self._over_reference(name)
+        return None if series is None else Summary.of(series)
 
     def step(self, name: str = "case") -> str | None:
         """`step_in` of ``name``'s samples, judged on its time over the reference's when a
         reference was measured: a machine whose speed changed midway moves both, and that is
         the machine, not a broken measurement."""
         values = self.samples.get(name)
-        if not values:
+        return step_in(values, self._over_reference(name)) if values else None
+
+    def _over_reference(self, name: str) -> list[float] | None:
+        """The rounds of `normalized`; ``None`` without samples of ``name`` or a reference."""
+        if not self.samples.get(name) or not self.samples.get(REFERENCE):
             return None
-        if not self.samples.get(REFERENCE):
-            return step_in(values)
-        weight = _weight_now(self.samples, name)
-        return step_in(values, normalized_series(self.samples, name, REFERENCE, weight))
+        return normalized_series(self.samples, name, REFERENCE, _weight_now(self.samples, name))
 
 
 def measure(

@@ -197,7 +197,8 @@ class Change:
         sampling_pct: This run's own uncertainty (one standard deviation of its median's
             log, percent), which measuring longer shrinks.
         between_pct: The run-to-run noise used (one standard deviation, percent): the
-            baseline runs' own spread shrunk towards the configured run noise.
+            baseline runs' own spread shrunk towards the configured run noise, or that
+            spread alone where it refutes the configured run noise (`_run_noise`).
         spread_pct: The baseline runs' own spread (standard deviation of their medians'
             logs, percent); ``None`` with one run.
     """
