@@ -365,7 +365,10 @@ def _run_record(info: dict[str, Any]):
         return None if data is None else Summary.from_dict(data, name)
 
     return RunRecord(
-        timing=summary("timing"), normalized=summary("normalized"), speedup=summary("speedup")
+        timing=summary("timing"),
+        normalized=summary("normalized"),
+        speedup=summary("speedup"),
+        device=summary("device_time"),
     )
 
 
@@ -582,6 +585,8 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
         for name in results["base"][0]
     }
     base_abs = {name: results["base"][0][name]["stats"]["median"] for name in results["base"][0]}
+    # `--tweak-metric=device` judged offline on the same runs, where they recorded device time
+    with_device = all(r.device is not None for runs in base_runs.values() for r in runs)
     lines = [
         f"Machine: {results['machine']}.",
         f"Model: {_describe(spec)}, compiled with the default config; "
@@ -612,13 +617,15 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
             "| injected | verified share | pytest-tweak default (normalized, "
             f"{len(results['base'])}-run baseline) | absolute, {len(results['base'])}-run "
             "| normalized, 1-run | absolute, 1-run | inconclusive (default) | "
-            f"pytest-benchmark `median:{int(threshold)}%` |",
-            "|---|---|---|---|---|---|---|---|",
+            f"pytest-benchmark `median:{int(threshold)}%` |"
+            + (f" device time, {len(results['base'])}-run |" if with_device else ""),
+            "|---|---|---|---|---|---|---|---|" + ("---|" if with_device else ""),
         ]
         for share in spec["shares"]:
             name = f"slow{share}"
             verified = []
-            counts = {"plugin": 0, "abs": 0, "norm1": 0, "abs1": 0, "inconclusive": 0, "pb": 0}
+            counts = dict.fromkeys(("plugin", "abs", "norm1", "abs1", "inconclusive", "pb"), 0)
+            counts["device"] = 0
             for r in runs:
                 info = r["cases"][name]["extra_info"]["tweak"]
                 base0 = r["cases"]["slow0"]["stats"]["median"]
@@ -633,6 +640,8 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
                     judge_offline(bruns[:1], new, "normalized", device) == "regressed"
                 )
                 counts["abs1"] += judge_offline(bruns[:1], new, "absolute", device) == "regressed"
+                if with_device:
+                    counts["device"] += judge_offline(bruns, new, "device", device) == "regressed"
                 counts["pb"] += pytest_benchmark_fails(
                     base_abs[name], r["cases"][name]["stats"]["median"], int(threshold)
                 )
@@ -642,8 +651,11 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
                 f"{_pct(counts['plugin'] / n)} | {_pct(counts['abs'] / n)} | "
                 f"{_pct(counts['norm1'] / n)} | {_pct(counts['abs1'] / n)} | "
                 f"{_pct(counts['inconclusive'] / n)} | {_pct(counts['pb'] / n)} |"
+                + (f" {_pct(counts['device'] / n)} |" if with_device else "")
             )
         lines += _unchanged_verdicts(runs, kind)
+        if with_device:
+            lines += _unchanged_verdicts(runs, kind, base_runs["slow0"], device)
         lines.append("")
     lines += _spread_table(results, device)
     lines += _agreement_table(results["agreement"])
@@ -677,10 +689,23 @@ def _time_status(info: dict[str, Any]) -> str:
     return str(change["status"]) if change is not None else str(info["verdict"]["status"])
 
 
-def _unchanged_verdicts(runs: list[dict[str, Any]], kind: str) -> list[str]:
+def _unchanged_verdicts(
+    runs: list[dict[str, Any]],
+    kind: str,
+    device_base: list[Any] | None = None,
+    device: str = "cuda",
+) -> list[str]:
     """What the plugin said of the unchanged test (``slow0``): the share of runs per verdict,
-    against issue 18's targets (unchanged in >= 90 % of quiet runs, >= 70 % of loaded ones)."""
-    statuses = [_time_status(r["cases"]["slow0"]["extra_info"]["tweak"]) for r in runs]
+    against issue 18's targets (unchanged in >= 90 % of quiet runs, >= 70 % of loaded ones).
+    With ``device_base`` (the baseline's runs), what ``--tweak-metric=device`` says of them,
+    judged offline by the plugin's own `judge`."""
+    infos = [r["cases"]["slow0"]["extra_info"]["tweak"] for r in runs]
+    if device_base is None:
+        statuses = [_time_status(info) for info in infos]
+    else:
+        statuses = [
+            judge_offline(device_base, _run_record(info), "device", device) for info in infos
+        ]
     n = len(statuses)
     target = "90%" if kind == "quiet" else "70%"
     cells = [
@@ -689,7 +714,8 @@ def _unchanged_verdicts(runs: list[dict[str, Any]], kind: str) -> list[str]:
     ]
     return [
         "",
-        f"Verdicts on the unchanged test (0% row), {n} runs: "
+        ("With `--tweak-metric=device`, v" if device_base is not None else "V")
+        + f"erdicts on the unchanged test (0% row), {n} runs: "
         f"unchanged {cells[0]}, inconclusive {cells[1]}, regressed {cells[2]}, "
         f"improved {cells[3]} (target: unchanged in >= {target}).",
     ]

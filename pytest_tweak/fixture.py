@@ -408,6 +408,12 @@ def _extra_info(
         "normalized": _summary(result.normalized),
         "eager": _summary(result.eager),
         "speedup": _summary(result.speedup),
+        "device_time": _summary(result.device_time),
+        "host_overhead_s": result.host_overhead_s,
+        "host_weight": result.host_weight,
+        "cudagraph_skips": list(result.cudagraph_skips),
+        "load_share": result.load_share,
+        "unstable": result.unstable,
         "fingerprint": dict(fingerprint),
     }
 

@@ -24,10 +24,15 @@ def test_spec_suite_runs_on_cuda_and_cpu(pytester: pytest.Pytester, run_suite) -
     result = run_suite("--tweak-device=cuda,cpu", "--benchmark-json=bench.json")
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines(["*test_tinynet_speed*cuda*default*0*0*new"])
-    names = {
-        b["name"] for b in json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
-    }
+    benchmarks = json.loads((pytester.path / "bench.json").read_text())["benchmarks"]
+    names = {b["name"] for b in benchmarks}
     assert names == set(SPEC_IDS) | {name.replace("[cpu-", "[cuda-") for name in SPEC_IDS}
+    for bench in benchmarks:  # device time and host overhead beside the latency, on cuda only
+        info = bench["extra_info"]["tweak"]
+        if info["device"] == "cuda":
+            assert info["device_time"]["median"] > 0 and info["host_overhead_s"] >= 0
+        else:
+            assert info["device_time"] is None and info["host_overhead_s"] is None
 
 
 def test_cuda_median_is_latency_with_device_time_beside_it(

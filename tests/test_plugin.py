@@ -628,6 +628,11 @@ def test_benchmark_json_holds_every_case_with_tweak_metrics(
     later = benchmarks["test_tinynet_speed[cpu-autocast-bf16]"]["extra_info"]["tweak"]
     assert later["phases"]["own_s"] >= 0
     assert info["graph_count"] == 1 and info["compile_time_s"] > 0
+    # the figures of the summary and the JSON report are here too; a cpu case has no device
+    # time, so no host overhead, and its samples were steady or say why not
+    assert info["device_time"] is None and info["host_overhead_s"] is None
+    assert info["cudagraph_skips"] == [] and 0 <= info["host_weight"] <= 1
+    assert info["unstable"] is None or isinstance(info["unstable"], str)
     stats = benchmarks["test_tinynet_speed[cpu-default]"]["stats"]
     assert stats["rounds"] >= 5 and stats["median"] > 0
 
