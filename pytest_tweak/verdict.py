@@ -201,6 +201,10 @@ class Change:
             spread alone where it refutes the configured run noise (`_run_noise`).
         spread_pct: The baseline runs' own spread (standard deviation of their medians'
             logs, percent); ``None`` with one run.
+        excess_pct: The part of that spread their own sampling does not explain (percent;
+            ``None`` with one run): what `_run_noise` weighs against the configured noise.
+        df: Degrees of freedom of the interval's Student's t quantile where the baseline's
+            runs refuted the configured noise and were used alone; ``None``: the normal's.
     """
 
     metric: str
@@ -215,6 +219,8 @@ class Change:
     sampling_pct: float = 0.0
     between_pct: float = 0.0
     spread_pct: float | None = None
+    excess_pct: float | None = None
+    df: int | None = None
 
     def describe(self, threshold_pct: float, confidence: float) -> str:
         if self.metric == "speed-up":
@@ -284,6 +290,7 @@ def compare(
     if higher_is_better:
         estimate = -estimate
     between, within_base, spread, df = _baseline_noise(base_runs, judging)
+    excess = None if spread is None else max(spread - within_base, 0.0)
     variance = (between + new.log_sd**2) + (between + within_base) / k
     half = _quantile(judging.confidence, df) * math.sqrt(variance)
     threshold = math.log1p(judging.threshold_pct / 100.0)
@@ -312,6 +319,8 @@ def compare(
         sampling_pct=new.log_sd * 100.0,
         between_pct=math.sqrt(between) * 100.0,
         spread_pct=None if spread is None else math.sqrt(spread) * 100.0,
+        excess_pct=None if excess is None else math.sqrt(excess) * 100.0,
+        df=df,
     )
 
 
@@ -392,9 +401,10 @@ def inconclusive_advice(
     threshold = math.log1p(judging.threshold_pct / 100.0)
     new_var = (change.sampling_pct / 100.0) ** 2
     prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
-    # what the baseline's runs show of this machine's run-to-run noise; with one run, nothing:
-    # the projection then assumes further runs agree as well as this run agrees with it
-    measured = (change.spread_pct / 100.0) ** 2 if change.spread_pct is not None else 0.0
+    # what the baseline's runs show of this machine's run-to-run noise, as `compare` weighed
+    # it; with one run, nothing: the projection then assumes further runs agree as well as
+    # this run agrees with it
+    measured = (change.excess_pct / 100.0) ** 2 if change.excess_pct is not None else 0.0
     k = change.runs
 
     def half(runs: int, sampling: float) -> float:
@@ -413,7 +423,7 @@ def inconclusive_advice(
             else f" (the configured --tweak-run-noise: the baseline has {k} run)"
         )
     ]
-    if k >= 2 and _run_noise(prior, measured, k, judging.confidence)[1] is not None:
+    if change.df is not None:
         lines.append(
             f"the baseline's runs spread far more than the configured --tweak-run-noise "
             f"({judging.run_noise_pct:g}%) allows: it is set aside, and the interval is "

@@ -190,6 +190,26 @@ def test_a_baseline_that_refutes_the_run_noise_prior_is_judged_on_its_own_spread
     assert not any("set aside" in note for note in kept.notes)
 
 
+def test_the_advice_says_set_aside_exactly_when_the_verdict_set_the_prior_aside() -> None:
+    # three runs that spread 1.2 % (raw) while each is known to 0.8 %: beyond their own
+    # sampling they spread 0.9 %, which the 0.5 % prior allows at 99 %, so `compare` pools
+    # the two; the advice once tested the raw spread and said the prior was set aside
+    judging = Judging(threshold_pct=1.0, run_noise_pct=0.5)
+    base = entry(*(run(math.exp(x), log_sd=0.008) for x in (-0.012, 0.0, 0.012)))
+    verdict = judge(base, run(1.0, log_sd=0.008), graph_breaks=1, recompiles=2, judging=judging)
+    change = verdict.change
+    assert change is not None and change.df is None, change
+    assert change.spread_pct is not None and change.excess_pct is not None
+    assert 1.1 < change.spread_pct < 1.3 and 0.8 < change.excess_pct < 1.0
+    assert verdict.status is Status.INCONCLUSIVE
+    assert not any("set aside" in note for note in verdict.notes), verdict.notes
+    # the same spread with runs known to 0.1 %: beyond sampling it is 1.2 %, which refutes it
+    sharp = entry(*(run(math.exp(x), log_sd=0.001) for x in (-0.012, 0.0, 0.012)))
+    verdict = judge(sharp, run(1.0, log_sd=0.008), graph_breaks=1, recompiles=2, judging=judging)
+    assert verdict.change is not None and verdict.change.df == 2
+    assert any("set aside" in note for note in verdict.notes), verdict.notes
+
+
 def test_a_host_far_noisier_than_the_prior_rarely_alarms_on_three_runs() -> None:
     # between-run noise 9 % (a launch-bound model on a shared host) against a 0.5 % prior
     rng = random.Random(7)
