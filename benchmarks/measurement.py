@@ -62,7 +62,13 @@ RUN_TIMEOUT_S = 300
 #   with no tile steps, and the second pass corrects each share from its own measurement.
 # - "launches" (``--model launch``): a chain of ``extra`` tiny (8 x 8) matrix products, each
 #   followed by a tanh, added to the output: two more kernel launches per link, host work
-#   for a launch-bound model, whose device sits idle between kernels.
+#   for a launch-bound model, whose device sits idle between kernels. Each link measured
+#   about +12 % on the launch-bound model (H100, 2026-12-06): too coarse a step to find the
+#   smallest slow-down the gate detects.
+# - "spin" (``--model launch``, the default since): a custom op (opaque to dynamo and
+#   inductor, so the graph and its kernels stay as they were) that holds the host for
+#   ``extra`` microseconds and returns a one-element tensor added to the output: host work in
+#   steps of 1 us (0.15 % of the launch-bound model's 0.65 ms), plus one small kernel.
 MODELS = {
     "cpu": {"width": 256, "depth": 10, "batch": 128, "inject": "columns", "passes": 1},
     "cuda": {"width": 2048, "depth": 8, "batch": 1024, "inject": "stream", "passes": 2},
@@ -75,12 +81,29 @@ LAUNCH = {
     "depth": 4,
     "batch": 8,
     "tokens": 64,
-    "inject": "launches",
+    "inject": "spin",
     "passes": 2,
 }
 
 MODEL = """
+import time
+
 import torch
+
+
+# inject="spin": `extra` microseconds of host work inside the compiled forward, through a
+# custom op dynamo and inductor leave alone
+@torch.library.custom_op("tweak_bench::spin", mutates_args=())
+def spin(token: torch.Tensor, us: int) -> torch.Tensor:
+    end = time.perf_counter() + us * 1e-6
+    while time.perf_counter() < end:
+        pass
+    return token.clone()
+
+
+@spin.register_fake
+def _(token, us):
+    return torch.empty_like(token)
 
 
 # depth x (matmul + relu). inject="columns": `extra` widens the last product by that many
@@ -117,6 +140,8 @@ class Model(torch.nn.Module):
         )
         stream = torch.rand(extra, generator=g) if inject == "stream" and extra else None
         self.register_buffer("stream", stream)
+        self.spin_us = extra if inject == "spin" else 0
+        self.register_buffer("token", torch.zeros(1) if self.spin_us else None)
 
     def forward(self, x):
         y = x if self.layers is None else self.layers(x)
@@ -129,6 +154,8 @@ class Model(torch.nn.Module):
             for w in self.chain:
                 s = torch.tanh(s @ w)
             y = y + s.mean()
+        if self.spin_us:
+            y = y + torch.ops.tweak_bench.spin(self.token, self.spin_us)
         return y
 
 
@@ -280,7 +307,10 @@ def calibrate(work: Path, spec: dict[str, Any]) -> dict[str, int]:
     then (``passes`` > 1) each share measured and corrected in proportion."""
     # the probe: as many columns as the model is wide, a stream of 32 M floats (128 MB,
     # more than a GPU's L2 cache, so it is read from memory on every call) or 40 links
-    probe = {"columns": spec["width"], "stream": 32 << 20, "launches": 40}[spec["inject"]]
+    # or 50 us of host work
+    probe = {"columns": spec["width"], "stream": 32 << 20, "launches": 40, "spin": 50}[
+        spec["inject"]
+    ]
     ratio = _measure_ratios(work, spec, [probe])[probe]
     per_unit = max(ratio - 1.0, 1e-6) / probe
     extra = {"0": 0}
@@ -672,8 +702,12 @@ def _describe(spec: dict[str, Any]) -> str:
         return (
             f"{spec['depth']} x nn.TransformerEncoderLayer({spec['width']}, 4, "
             f"{2 * spec['width']}), batch {spec['batch']} x {spec['tokens']} tokens "
-            "(launch-bound); the injected work is a chain of tiny matrix products and tanh "
-            "(two kernel launches per link)"
+            "(launch-bound); the injected work is "
+            + (
+                "host work held by a custom op (steps of 1 us)"
+                if spec["inject"] == "spin"
+                else "a chain of tiny matrix products and tanh (two kernel launches per link)"
+            )
         )
     return (
         f"{spec['depth']} x (matmul {spec['batch']}x{spec['width']} @ "
