@@ -759,16 +759,24 @@ def _spread_table(results: dict[str, Any], device: str) -> list[str]:
     """Between-process spread of the unchanged model's figures, quiet runs."""
     name = "slow0"
     rows = []
-    for figure in ("timing", "normalized"):
+    labels = {
+        "timing": "absolute time",
+        "normalized": "normalized time",
+        "device_time": "device time",
+    }
+    for figure, label in labels.items():
+        infos = [r["cases"][name]["extra_info"]["tweak"] for r in results["runs"]]
         values = [
-            r["cases"][name]["extra_info"]["tweak"][figure]["median"]
-            for r in results["runs"]
-            if r["kind"] == "quiet"
+            info[figure]["median"]
+            for r, info in zip(results["runs"], infos, strict=True)
+            if r["kind"] == "quiet" and info.get(figure)
         ]
+        if not values:  # device time: cuda runs recorded since 2026-12-06
+            continue
         logs = [math.log(v) for v in values]
         sd = statistics.stdev(logs) if len(logs) > 1 else 0.0
         rows.append(
-            f"| {'absolute time' if figure == 'timing' else 'normalized time'} | "
+            f"| {label} | "
             f"{len(values)} | {(max(values) / min(values) - 1) * 100:.1f}% | {sd * 100:.2f}% |"
         )
     return [
