@@ -179,6 +179,8 @@ def case_failures(
 
 #: Weight, in runs, of the configured run-to-run noise against the baseline's own runs.
 _PRIOR_RUNS = 2
+#: The fewest baseline runs whose own spread may replace the configured noise (`_run_noise`).
+_MIN_RUNS_ALONE = 3
 
 
 @dataclass(frozen=True)
@@ -356,8 +358,15 @@ def _run_noise(
     says a spread this large is not what noise of the prior's size gives (a host whose speed
     swings between processes, as a launch-bound model's does on a shared GPU host). The
     prior is then set aside, the runs' own spread is the noise, and the interval is
-    Student's t with ``runs - 1`` degrees of freedom, as a few runs' own spread warrants."""
-    if measured > 0 and (runs - 1) * measured > prior * chi2_quantile(confidence, runs - 1):
+    Student's t with ``runs - 1`` degrees of freedom, as a few runs' own spread warrants.
+    Two runs are never enough for that: one degree of freedom makes t's 99 % quantile 31.8,
+    an interval of millions of percent from two runs a machine's swing set apart (seen on a
+    quiet 2-core VM); they stay pooled with the prior."""
+    if (
+        runs >= _MIN_RUNS_ALONE
+        and measured > 0
+        and (runs - 1) * measured > prior * chi2_quantile(confidence, runs - 1)
+    ):
         return measured, runs - 1
     return (_PRIOR_RUNS * prior + (runs - 1) * measured) / (_PRIOR_RUNS + runs - 1), None
 
