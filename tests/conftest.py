@@ -37,11 +37,23 @@ filterwarnings =
 """
 
 
+#: Variables of the process running this suite that must not leak into the user suites it runs:
+#: the plugin appends its markdown to $GITHUB_STEP_SUMMARY (a test sets its own), and
+#: pytest-benchmark turns itself off in a process that looks like an xdist worker, which every
+#: user suite would when this suite runs under ``-n``.
+_OUTER_RUN_VARIABLES = (
+    "GITHUB_STEP_SUMMARY",
+    "PYTEST_XDIST_WORKER",
+    "PYTEST_XDIST_WORKER_COUNT",
+    "PYTEST_XDIST_TESTRUNUID",
+)
+
+
 @pytest.fixture(autouse=True)
-def _no_step_summary(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plugin appends its markdown to $GITHUB_STEP_SUMMARY: keep the user suites this
-    test suite runs out of the summary of the CI job running it (a test sets its own)."""
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+def _user_suites_do_not_inherit_this_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the user suites this suite runs out of the CI job and the xdist worker running it."""
+    for name in _OUTER_RUN_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
