@@ -113,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
         "--run-noise",
         metavar="PCT",
         help="run-to-run noise of a median in percent, assumed when OLD's entry holds one run; "
-        f"one value or DEVICE=PCT pairs (default: {per_device_text(DEFAULT_RUN_NOISE_PCT)})",
+        f"one value or DEVICE=PCT pairs (default: {per_device_text(DEFAULT_RUN_NOISE_PCT)}, "
+        "rising to 2 for a host-bound cuda/xpu entry; a value set here holds for every entry)",
     )
     diff.add_argument(
         "--confidence",

@@ -31,12 +31,14 @@ Independent of any baseline, a case *fails* (status ``failed``) when its counts 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
 from .baselines import BaselineEntry, RunRecord
 from .formatting import format_bytes, format_seconds
+from .measure import host_weight
 from .stats import Summary, chi2_quantile, normal_quantile, t_quantile
 
 __all__ = [
@@ -89,6 +91,12 @@ class Judging:
         threshold_pct: The smallest slow-down that counts, in percent.
         run_noise_pct: Run-to-run noise of a median (one standard deviation, percent) assumed
             when the baseline cannot show it (one run), and the prior it is shrunk towards.
+        host_bound_run_noise_pct: The same for a host-bound accelerator case (its latency
+            1.5x its device time or more: `pytest_tweak.measure.host_weight` 1), whose
+            latency moves with the host's speed, which differs between processes far more
+            than a device's; the prior moves from ``run_noise_pct`` to this one with the
+            baseline's host weight. ``None``: ``run_noise_pct`` for every case. Not used for
+            ``metric="device"``.
         confidence: One-sided confidence that a reported regression is real.
         metric: ``normalized`` (latency over the reference workloads'), ``absolute``
             (latency) or ``device`` (device time on cuda and xpu; where a run or the
@@ -101,6 +109,7 @@ class Judging:
 
     threshold_pct: float
     run_noise_pct: float
+    host_bound_run_noise_pct: float | None = None
     confidence: float = DEFAULT_CONFIDENCE
     metric: str = "normalized"
     fail_inconclusive: bool = False
@@ -112,6 +121,11 @@ class Judging:
             raise ValueError(f"threshold_pct must be > 0, got {self.threshold_pct!r}")
         if not self.run_noise_pct >= 0:
             raise ValueError(f"run_noise_pct must be >= 0, got {self.run_noise_pct!r}")
+        if self.host_bound_run_noise_pct is not None and not self.host_bound_run_noise_pct >= 0:
+            raise ValueError(
+                f"host_bound_run_noise_pct must be >= 0 or None, got "
+                f"{self.host_bound_run_noise_pct!r}"
+            )
         if not 0.5 < self.confidence < 1:
             raise ValueError(f"confidence must be in (0.5, 1), got {self.confidence!r}")
         if self.metric not in ("normalized", "absolute", "device"):
@@ -484,6 +498,8 @@ def judge(
         return Verdict(Status.FAILED if failures else Status.NEW, failures=failures)
     notes: list[str] = []
     figure, label = _gated_figure(judging.metric, new, baseline, notes)
+    judging, note = _for_host_weight(judging, baseline, figure)
+    notes += [note] if note else []
     base_figures = [getattr(run, figure) for run in baseline.runs]
     change = compare(getattr(new, figure), base_figures, metric=label, judging=judging)
     speedup = None
@@ -525,6 +541,32 @@ def judge(
         fail_inconclusive=judging.fail_inconclusive,
         failures=failures,
     )
+
+
+def _for_host_weight(
+    judging: Judging, baseline: BaselineEntry, figure: str
+) -> tuple[Judging, str | None]:
+    """``judging`` with the run-noise prior moved towards ``host_bound_run_noise_pct`` by the
+    baseline's host weight (the median over its runs with a device time), and a note saying
+    so; ``judging`` itself for device time, for cpu cases and where no run has device time."""
+    host_prior = judging.host_bound_run_noise_pct
+    if host_prior is None or figure == "device" or host_prior <= judging.run_noise_pct:
+        return judging, None
+    weights = [
+        host_weight(run.timing.median, run.device.median)
+        for run in baseline.runs
+        if run.device is not None
+    ]
+    weight = statistics.median(weights) if weights else 0.0
+    if weight <= 0:
+        return judging, None
+    prior = judging.run_noise_pct + (host_prior - judging.run_noise_pct) * weight
+    note = (
+        f"host-bound case (host weight {weight:.2f}: its latency moves with the host's speed, "
+        f"which differs between processes): run-to-run noise prior {prior:.2g}% instead of "
+        f"{judging.run_noise_pct:g}% (--tweak-run-noise sets one for every case)"
+    )
+    return replace(judging, run_noise_pct=prior), note
 
 
 #: ``--tweak-metric`` -> the `RunRecord` field it judges, its label, and what stands in for it

@@ -11,6 +11,7 @@ import pytest
 from pytest_tweak.measure import MeasureSettings
 from pytest_tweak.options import (
     DEFAULT_BASELINE,
+    DEFAULT_HOST_BOUND_RUN_NOISE_PCT,
     DEFAULT_RUN_NOISE_PCT,
     DEFAULT_THRESHOLD_PCT,
     OPTIONS,
@@ -50,6 +51,18 @@ def test_a_threshold_for_one_device_keeps_the_others_defaults(tmp_path: Path) ->
     assert judging["cuda"].threshold_pct == 2.0
     assert judging["cpu"].threshold_pct == DEFAULT_THRESHOLD_PCT["cpu"]
     assert resolve_options(_raw(tmp_path, threshold="3%")).judging["xpu"].threshold_pct == 3.0
+
+
+def test_host_bound_accelerator_cases_get_their_prior_until_a_run_noise_is_set(
+    tmp_path: Path,
+) -> None:
+    judging = resolve_options(_raw(tmp_path)).judging
+    host_bound = {d: j.host_bound_run_noise_pct for d, j in judging.items()}
+    assert host_bound == DEFAULT_HOST_BOUND_RUN_NOISE_PCT == {"cpu": None, "cuda": 2.0, "xpu": 2.0}
+    # a run noise the user set, even for another device, holds for every case
+    judging = resolve_options(_raw(tmp_path, run_noise="cpu=3")).judging
+    assert judging["cuda"].run_noise_pct == DEFAULT_RUN_NOISE_PCT["cuda"]
+    assert {j.host_bound_run_noise_pct for j in judging.values()} == {None}
 
 
 @pytest.mark.parametrize(

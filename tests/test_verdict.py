@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -188,6 +189,68 @@ def test_a_baseline_that_refutes_the_run_noise_prior_is_judged_on_its_own_spread
     kept = judge(quiet, run(1.704), graph_breaks=1, recompiles=2, judging=judging)
     assert kept.change is not None and 0.3 < kept.change.between_pct < 0.5
     assert not any("set aside" in note for note in kept.notes)
+
+
+def _gpu_run(latency: float, normalized: float, device: float, log_sd: float) -> RunRecord:
+    return RunRecord(
+        timing=summary(latency, log_sd),
+        normalized=summary(normalized, log_sd),
+        device=summary(device, 0.001),
+    )
+
+
+# measured on an H100 VM (docs/measurement.md, W3: the launch-bound model, default mode):
+# the unchanged case's three baseline runs (latency, normalized latency, device time), and
+# an unchanged run of a later process whose host was 3.5 % slower
+_W3_BASE = ((618e-6, 1.9646, 271e-6), (613e-6, 1.9821, 271e-6), (626e-6, 1.9961, 271e-6))
+_W3_UNCHANGED = (650e-6, 2.0510, 272e-6)
+
+
+def test_a_host_bound_accelerator_case_is_judged_with_the_host_bound_prior() -> None:
+    devices_prior = Judging(threshold_pct=1.0, run_noise_pct=0.5)
+    host_prior = Judging(threshold_pct=1.0, run_noise_pct=0.5, host_bound_run_noise_pct=2.0)
+    base = entry(*(_gpu_run(*r, log_sd=0.004) for r in _W3_BASE))
+    new = _gpu_run(*_W3_UNCHANGED, log_sd=0.003)
+    # with the device's 0.5 % prior three runs that happen to agree make it a regression
+    # (a false alarm: 3 of 28 such runs were), with the host-bound 2 % prior it is undecided
+    alarm = judge(base, new, graph_breaks=1, recompiles=2, judging=devices_prior)
+    assert alarm.status is Status.REGRESSED, alarm.change
+    verdict = judge(base, new, graph_breaks=1, recompiles=2, judging=host_prior)
+    assert verdict.status is Status.INCONCLUSIVE, verdict.change
+    # the prior weighs as two runs beside the three runs' own spread (0.69 %): pooled, 1.5 %
+    # instead of 0.6 %
+    assert alarm.change is not None and alarm.change.between_pct < 0.7
+    assert verdict.change is not None and verdict.change.between_pct > 1.2
+    assert any("host-bound case (host weight 1.00" in note for note in verdict.notes)
+    # +11 % (the W3 +11.3 % case, caught in 28 of 28) is still caught
+    slower = _gpu_run(
+        _W3_UNCHANGED[0] * 1.113, _W3_UNCHANGED[1] * 1.113, _W3_UNCHANGED[2], log_sd=0.003
+    )
+    caught = judge(base, slower, graph_breaks=1, recompiles=2, judging=host_prior)
+    assert caught.status is Status.REGRESSED, caught.change
+
+
+def test_the_host_bound_prior_leaves_device_bound_cases_and_device_time_alone() -> None:
+    host_prior = Judging(threshold_pct=1.0, run_noise_pct=0.5, host_bound_run_noise_pct=2.0)
+    # latency within 10 % of device time: device-bound, host weight 0
+    bound = entry(*(_gpu_run(1.0e-3, n, 0.95e-3, log_sd=0.001) for n in (1.0, 1.001, 0.999)))
+    verdict = judge(
+        bound,
+        _gpu_run(1.0e-3, 1.0, 0.95e-3, 0.001),
+        graph_breaks=1,
+        recompiles=2,
+        judging=host_prior,
+    )
+    assert verdict.change is not None and verdict.change.between_pct < 0.6
+    assert not any("host-bound" in note for note in verdict.notes)
+    # the device-time figure of a host-bound case keeps the device's prior
+    base = entry(*(_gpu_run(*r, log_sd=0.004) for r in _W3_BASE))
+    device = replace(host_prior, metric="device")
+    verdict = judge(
+        base, _gpu_run(*_W3_UNCHANGED, log_sd=0.003), graph_breaks=1, recompiles=2, judging=device
+    )
+    assert verdict.change is not None and verdict.change.between_pct < 0.6
+    assert not any("host-bound" in note for note in verdict.notes)
 
 
 def test_the_advice_says_set_aside_exactly_when_the_verdict_set_the_prior_aside() -> None:
