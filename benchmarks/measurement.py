@@ -407,12 +407,19 @@ def _run_record(info: dict[str, Any]):
 
 def judge_offline(base_runs: list[Any], new: Any, metric: str, device: str) -> str:
     from pytest_tweak.baselines import BaselineEntry
-    from pytest_tweak.options import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
+    from pytest_tweak.options import (
+        DEFAULT_HOST_BOUND_RUN_NOISE_PCT,
+        DEFAULT_RUN_NOISE_PCT,
+        DEFAULT_THRESHOLD_PCT,
+    )
     from pytest_tweak.verdict import Judging, judge
 
+    # the plugin's defaults, as the compare runs judged their cases (a folder recorded before
+    # the host-bound prior, 2026-12-06, judged its default column without it)
     judging = Judging(
         threshold_pct=DEFAULT_THRESHOLD_PCT[device],
         run_noise_pct=DEFAULT_RUN_NOISE_PCT[device],
+        host_bound_run_noise_pct=DEFAULT_HOST_BOUND_RUN_NOISE_PCT[device],
         metric=metric,
     )
     entry = BaselineEntry(runs=tuple(base_runs), graph_breaks=0, recompiles=0)
@@ -608,11 +615,16 @@ def _pct(x: float) -> str:
 
 
 def render(results: dict[str, Any], args: argparse.Namespace) -> str:
-    from pytest_tweak.options import DEFAULT_RUN_NOISE_PCT, DEFAULT_THRESHOLD_PCT
+    from pytest_tweak.options import (
+        DEFAULT_HOST_BOUND_RUN_NOISE_PCT,
+        DEFAULT_RUN_NOISE_PCT,
+        DEFAULT_THRESHOLD_PCT,
+    )
 
     spec = results["spec"]
     device = spec["device"]
     threshold = DEFAULT_THRESHOLD_PCT[device]
+    host_bound = DEFAULT_HOST_BOUND_RUN_NOISE_PCT[device]
     base_runs = {
         name: [_run_record(b[name]["extra_info"]["tweak"]) for b in results["base"]]
         for name in results["base"][0]
@@ -623,7 +635,9 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
     lines = [
         f"Machine: {results['machine']}.",
         f"Model: {_describe(spec)}, compiled with the default config; "
-        f"defaults: threshold {threshold:g}%, run noise {DEFAULT_RUN_NOISE_PCT[device]:g}%, "
+        f"defaults: threshold {threshold:g}%, run noise {DEFAULT_RUN_NOISE_PCT[device]:g}%"
+        + ("" if host_bound is None else f" ({host_bound:g}% for a host-bound case)")
+        + ", "
         f"confidence 99%. Baseline: {len(results['base'])} runs "
         "(`--tweak-save --tweak-append`).",
         f"Runs: {len(results['base'])} baseline, "
