@@ -24,7 +24,15 @@ from .results import CaseRecord
 from .runstate import LockUse, RunState
 from .stats import Summary
 from .terminal import failure_message
-from .verdict import Change, Judging, Limits, Status, Verdict, precision_needed
+from .verdict import (
+    Change,
+    Judging,
+    Limits,
+    Status,
+    Verdict,
+    for_host_weight,
+    precision_needed,
+)
 
 __all__ = ["TweakFixture"]
 
@@ -129,11 +137,14 @@ def _decisive(
     if entry is None or not entry.runs:
         return settings
     normalized = [run.normalized for run in entry.runs if run.normalized is not None]
-    runs = (
-        normalized
+    figure = (
+        "normalized"
         if judging.metric == "normalized" and len(normalized) == len(entry.runs)
-        else [run.timing for run in entry.runs]
+        else "timing"
     )
+    runs = normalized if figure == "normalized" else [run.timing for run in entry.runs]
+    # the prior the verdict will judge this case with (a host-bound case's is wider)
+    judging, _ = for_host_weight(judging, entry, figure)
     needed = precision_needed(runs, judging)
     if needed is None or needed >= settings.precision_pct:
         return settings

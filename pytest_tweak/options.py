@@ -502,9 +502,7 @@ def resolve_judging(raw: Raw) -> dict[str, Judging]:
         raw.per_device("threshold", DEFAULT_THRESHOLD_PCT, "a percentage > 0", lambda v: v > 0),
         raw.per_device("run_noise", DEFAULT_RUN_NOISE_PCT, "a percentage >= 0", lambda v: v >= 0),
         # a run noise the user set holds for every case, host-bound or not
-        host_bound_noises=(
-            DEFAULT_HOST_BOUND_RUN_NOISE_PCT if raw.get("run_noise")[0] is None else None
-        ),
+        host_bound_noises=None if raw.given("run_noise") else DEFAULT_HOST_BOUND_RUN_NOISE_PCT,
         metric=raw.choice("metric", METRICS, METRICS[0]),
         fail_inconclusive=raw.given("fail_inconclusive"),
         compile_threshold_pct=raw.number(

@@ -53,6 +53,7 @@ __all__ = [
     "Verdict",
     "case_failures",
     "compare",
+    "for_host_weight",
     "inconclusive_advice",
     "judge",
     "precision_needed",
@@ -498,7 +499,7 @@ def judge(
         return Verdict(Status.FAILED if failures else Status.NEW, failures=failures)
     notes: list[str] = []
     figure, label = _gated_figure(judging.metric, new, baseline, notes)
-    judging, note = _for_host_weight(judging, baseline, figure)
+    judging, note = for_host_weight(judging, baseline, figure)
     notes += [note] if note else []
     base_figures = [getattr(run, figure) for run in baseline.runs]
     change = compare(getattr(new, figure), base_figures, metric=label, judging=judging)
@@ -543,12 +544,13 @@ def judge(
     )
 
 
-def _for_host_weight(
+def for_host_weight(
     judging: Judging, baseline: BaselineEntry, figure: str
 ) -> tuple[Judging, str | None]:
     """``judging`` with the run-noise prior moved towards ``host_bound_run_noise_pct`` by the
     baseline's host weight (the median over its runs with a device time), and a note saying
-    so; ``judging`` itself for device time, for cpu cases and where no run has device time."""
+    so; ``judging`` itself for the ``device`` figure (a `RunRecord` field), for cpu cases and
+    where no run has device time. `judge` and the decisive budget both judge with it."""
     host_prior = judging.host_bound_run_noise_pct
     if host_prior is None or figure == "device" or host_prior <= judging.run_noise_pct:
         return judging, None

@@ -502,6 +502,21 @@ def test_a_decisive_measurement_asks_for_the_precision_the_baseline_leaves_room_
     assert _decisive(settings, None, quiet_gpu) == settings
 
 
+def test_the_decisive_budget_judges_a_host_bound_case_with_the_verdicts_prior() -> None:
+    from pytest_tweak.fixture import _decisive
+    from pytest_tweak.measure import MeasureSettings
+
+    settings = MeasureSettings()
+    host_prior = Judging(threshold_pct=1.0, run_noise_pct=0.5, host_bound_run_noise_pct=2.0)
+    # ten host-bound runs (latency 2.3x device time) that agree exactly: with the device's
+    # 0.5 % prior the budget would be spent on a precision that decides nothing, since the
+    # verdict judges this case with 2 %, whose noise alone is wider than a 1 % threshold
+    base = entry(*(_gpu_run(618e-6, 1.98, 271e-6, log_sd=0.001) for _ in range(10)))
+    device_prior = replace(host_prior, host_bound_run_noise_pct=None)
+    assert _decisive(settings, base, device_prior).max_time_s == 2 * settings.max_time_s
+    assert _decisive(settings, base, host_prior) == settings
+
+
 def test_the_device_metric_judges_device_time_and_falls_back_to_latency_with_a_note() -> None:
     judging = Judging(threshold_pct=1.0, run_noise_pct=0.25, metric="device")
     gpu_run = RunRecord(timing=summary(2e-3), device=summary(1e-3))
