@@ -405,7 +405,11 @@ def _run_record(info: dict[str, Any]):
     )
 
 
-def judge_offline(base_runs: list[Any], new: Any, metric: str, device: str) -> str:
+def judge_offline(
+    base_runs: list[Any], new: Any, metric: str, device: str, run_noise_pct: float | None = None
+) -> str:
+    """The plugin's verdict on the time of ``new`` against ``base_runs`` at its defaults, or
+    with ``run_noise_pct`` set as `--tweak-run-noise` sets it (for every case)."""
     from pytest_tweak.baselines import BaselineEntry
     from pytest_tweak.options import (
         DEFAULT_HOST_BOUND_RUN_NOISE_PCT,
@@ -418,8 +422,10 @@ def judge_offline(base_runs: list[Any], new: Any, metric: str, device: str) -> s
     # the host-bound prior, 2026-12-06, judged its default column without it)
     judging = Judging(
         threshold_pct=DEFAULT_THRESHOLD_PCT[device],
-        run_noise_pct=DEFAULT_RUN_NOISE_PCT[device],
-        host_bound_run_noise_pct=DEFAULT_HOST_BOUND_RUN_NOISE_PCT[device],
+        run_noise_pct=DEFAULT_RUN_NOISE_PCT[device] if run_noise_pct is None else run_noise_pct,
+        host_bound_run_noise_pct=(
+            DEFAULT_HOST_BOUND_RUN_NOISE_PCT[device] if run_noise_pct is None else None
+        ),
         metric=metric,
     )
     entry = BaselineEntry(runs=tuple(base_runs), graph_breaks=0, recompiles=0)

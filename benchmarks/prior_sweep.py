@@ -3,10 +3,10 @@
     python benchmarks/prior_sweep.py WORK [--noise 0.5 1 2 3]
 
 WORK is a folder `gpu_gate.sh` or `measurement.py` filled (its baseline and quiet compare
-runs). Every run is judged again through the plugin's own `judge`, as `measurement.py
---stage render` does, with `run_noise_pct` varied, for the normalized, absolute and device
-figures; it prints, per injected share, how many runs were regressed, unchanged,
-inconclusive and improved.
+runs). Every run is judged again through the plugin's own `judge`
+(`measurement.judge_offline`, as `--stage render` does), with the run noise set as
+`--tweak-run-noise` sets it, for the normalized, absolute and device figures; it prints, per
+injected share, how many runs were regressed, unchanged, inconclusive and improved.
 """
 
 from __future__ import annotations
@@ -21,10 +21,6 @@ import measurement as m
 
 
 def main() -> None:
-    from pytest_tweak.baselines import BaselineEntry
-    from pytest_tweak.options import DEFAULT_THRESHOLD_PCT
-    from pytest_tweak.verdict import Judging, judge
-
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("work", type=Path)
     parser.add_argument("--noise", type=float, nargs="+", default=[0.5, 1.0, 2.0, 3.0])
@@ -37,28 +33,17 @@ def main() -> None:
     print(f"{len(base)} baseline runs, {len(runs)} compare runs")
     for metric in ("normalized", "absolute", "device"):
         for noise in args.noise:
-            judging = Judging(
-                threshold_pct=DEFAULT_THRESHOLD_PCT[spec["device"]],
-                run_noise_pct=noise,
-                metric=metric,
-            )
             cells = []
             for share in spec["shares"]:
                 name = f"slow{share}"
-                entry = BaselineEntry(
-                    runs=tuple(m._run_record(b[name]["extra_info"]["tweak"]) for b in base),
-                    graph_breaks=0,
-                    recompiles=0,
-                )
+                base_runs = [m._run_record(b[name]["extra_info"]["tweak"]) for b in base]
                 statuses = [
-                    str(
-                        judge(
-                            entry,
-                            m._run_record(r[name]["extra_info"]["tweak"]),
-                            graph_breaks=0,
-                            recompiles=0,
-                            judging=judging,
-                        ).status
+                    m.judge_offline(
+                        base_runs,
+                        m._run_record(r[name]["extra_info"]["tweak"]),
+                        metric,
+                        spec["device"],
+                        run_noise_pct=noise,
                     )
                     for r in runs
                 ]
