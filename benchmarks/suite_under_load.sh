@@ -3,6 +3,8 @@
 # (issue 18: "the suite holds under load"), as the README runs it (-n 2):
 #
 #   bash benchmarks/suite_under_load.sh TAG     # output in /tmp/loaded_TAG.log
+#
+# `python` is the environment the README's install made (activate it first).
 tag=${1:-1}
 cd "$(dirname "$0")/.."
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-/tmp/pytest-tweak-inductor-cache}
