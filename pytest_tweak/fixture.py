@@ -30,6 +30,7 @@ from .verdict import (
     Limits,
     Status,
     Verdict,
+    baseline_figure,
     for_host_weight,
     precision_needed,
 )
@@ -133,16 +134,15 @@ def _decisive(
     fixed-width sequential rule in the manner of Chow and Robbins): it does not stop when
     the change happens to look small or large, so the verdict's false-alarm rate stays what
     its confidence says. Without a baseline, or when no amount of sampling could decide it,
-    the settings stay as they are."""
+    the settings stay as they are. So they do when the verdict judges device time
+    (``--tweak-metric=device``): sampling stops on the latency's precision, and device time,
+    sampled beside it, is far less noisy than the latency whose precision would be bought."""
     if entry is None or not entry.runs:
         return settings
-    normalized = [run.normalized for run in entry.runs if run.normalized is not None]
-    figure = (
-        "normalized"
-        if judging.metric == "normalized" and len(normalized) == len(entry.runs)
-        else "timing"
-    )
-    runs = normalized if figure == "normalized" else [run.timing for run in entry.runs]
+    figure = baseline_figure(judging.metric, entry)  # what the verdict will judge
+    if figure == "device":
+        return settings
+    runs = [getattr(run, figure) for run in entry.runs]
     # the prior the verdict will judge this case with (a host-bound case's is wider)
     judging, _ = for_host_weight(judging, entry, figure)
     needed = precision_needed(runs, judging)

@@ -51,6 +51,7 @@ __all__ = [
     "Limits",
     "Status",
     "Verdict",
+    "baseline_figure",
     "case_failures",
     "compare",
     "for_host_weight",
@@ -583,6 +584,14 @@ _METRICS = {
 }
 
 
+def baseline_figure(metric: str, baseline: BaselineEntry) -> str:
+    """The field of `RunRecord` that `judge` compares for ``metric``, as far as ``baseline``
+    decides it: ``device`` or ``normalized`` where every baseline run has it, else the
+    latency (``timing``). `judge` also falls back to the latency when the new run lacks it."""
+    field = _METRICS[metric][0] if metric in _METRICS else "timing"
+    return field if all(getattr(run, field) is not None for run in baseline.runs) else "timing"
+
+
 def _gated_figure(
     metric: str, new: RunRecord, baseline: BaselineEntry, notes: list[str]
 ) -> tuple[str, str]:
@@ -591,7 +600,7 @@ def _gated_figure(
     if metric not in _METRICS:
         return "timing", "time"
     field, label, fallback = _METRICS[metric]
-    if getattr(new, field) is None or any(getattr(r, field) is None for r in baseline.runs):
+    if getattr(new, field) is None or baseline_figure(metric, baseline) != field:
         notes.append(fallback + ("this run" if getattr(new, field) is None else "the baseline"))
         return "timing", "time"
     return field, label

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pytest_tweak.baselines import BaselineEntry, RunRecord
 from pytest_tweak.formatting import format_seconds
 from pytest_tweak.stats import Summary
-from pytest_tweak.verdict import Judging, Status, compare, judge
+from pytest_tweak.verdict import Judging, Status, baseline_figure, compare, judge
 
 JUDGING = Judging(threshold_pct=5.0, run_noise_pct=1.0)
 
@@ -515,6 +515,25 @@ def test_the_decisive_budget_judges_a_host_bound_case_with_the_verdicts_prior() 
     device_prior = replace(host_prior, host_bound_run_noise_pct=None)
     assert _decisive(settings, base, device_prior).max_time_s == 2 * settings.max_time_s
     assert _decisive(settings, base, host_prior) == settings
+
+
+def test_the_decisive_budget_follows_the_figure_the_verdict_judges() -> None:
+    from pytest_tweak.fixture import _decisive
+    from pytest_tweak.measure import MeasureSettings
+
+    settings = MeasureSettings()
+    # three device-bound runs that agree: the latency's precision can be bought to decide them
+    base = entry(*(_gpu_run(1.55e-3, 1.05, 1.50e-3, log_sd=0.001) for _ in range(3)))
+    normalized = Judging(threshold_pct=1.0, run_noise_pct=0.25)
+    assert _decisive(settings, base, normalized).max_time_s == 2 * settings.max_time_s
+    # --tweak-metric=device judges device time, which the latency's precision does not buy
+    device = replace(normalized, metric="device")
+    assert baseline_figure("device", base) == "device"
+    assert _decisive(settings, base, device) == settings
+    # a baseline without device time: the verdict judges latency, and so does the budget
+    no_device = entry(*(run(1.55e-3, normalized=1.05) for _ in range(3)))
+    assert baseline_figure("device", no_device) == "timing"
+    assert _decisive(settings, no_device, device).max_time_s == 2 * settings.max_time_s
 
 
 def test_the_device_metric_judges_device_time_and_falls_back_to_latency_with_a_note() -> None:
