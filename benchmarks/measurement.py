@@ -473,7 +473,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    work = args.work or Path(tempfile.mkdtemp(prefix="tweak-measurement-"))
+    # absolute: the pytest runs start in the suite's folder (a relative --work broke them)
+    work = (args.work or Path(tempfile.mkdtemp(prefix="tweak-measurement-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     stages = STAGES if args.stage == "all" else (args.stage,)
     for stage in stages:

@@ -590,9 +590,17 @@ def _ratios(top: Sequence[float], bottom: Sequence[float]) -> list[float]:
 
 
 def make_timer(device: torch.device, threads: int | None = None) -> HostTimer:
-    """The latency timer of ``device``: `HostTimer` with the device's synchronize (and, on
-    cuda and xpu, samples of at least `ACCELERATOR_MIN_ROUND_S`); on cpu each sample primed
-    with an untimed call, and with ``threads`` 1 the thread's CPU time."""
+    """The latency timer of ``device``: `HostTimer` with the device's synchronize, each
+    sample primed with an untimed call (and, on cuda and xpu, samples of at least
+    `ACCELERATOR_MIN_ROUND_S`); on cpu with ``threads`` 1 the thread's CPU time.
+
+    On cuda and xpu the untimed call runs before the synchronize, so its device work stays
+    out of the sample, and the first timed call finds the host's caches holding the case's
+    code path (guards, the kernel launcher) rather than the workload timed before it. Unprimed,
+    that first call carried a start-up cost that differed from process to process: a
+    compute-bound model's normalized latency spread 0.30 % (sd) between 17 fresh processes on
+    an H100, primed 0.17 %, and read 0.4 % nearer do_bench's median
+    (``benchmarks/between_processes.py``, docs/measurement.md)."""
     from .devices import make_synchronizer
 
     cpu = device.type == "cpu"
@@ -600,7 +608,7 @@ def make_timer(device: torch.device, threads: int | None = None) -> HostTimer:
         make_synchronizer(device),
         min_round_s=0.0 if cpu else ACCELERATOR_MIN_ROUND_S,
         thread_clock=cpu and threads == 1,
-        prime=cpu,
+        prime=True,
     )
 
 

@@ -105,9 +105,26 @@ def test_a_primed_host_timer_runs_one_untimed_call_first_so_a_cold_call_stays_ou
     assert HostTimer(lambda: None)(call, 2) == pytest.approx(2.5 * 2**-14, rel=1e-4)
 
 
-def test_the_cpu_latency_timer_is_primed() -> None:
+def test_every_latency_timer_is_primed() -> None:
     assert measure.make_timer(torch.device("cpu"), 1).prime
     assert measure.make_timer(torch.device("cpu"), None).prime
+    # made, not used: no accelerator here, and making the timer touches none
+    assert measure.make_timer(torch.device("cuda")).prime
+    assert measure.make_timer(torch.device("xpu")).prime
+
+
+def test_an_accelerator_sample_is_primed_before_its_synchronize(clock: FakeClock) -> None:
+    # the untimed call's device work must be drained before the clock starts, or one more
+    # call's worth of device time would land in the sample
+    events: list[str] = []
+
+    def call() -> None:
+        events.append("call")
+        clock.now += 2**-14
+
+    timer = HostTimer(lambda: events.append("sync"), min_round_s=0.02, prime=True)
+    assert timer(call, 2) == pytest.approx(2**-14, rel=1e-4)
+    assert events == ["call", "sync", "call", "call", "sync"]
 
 
 def test_calibrate_makes_a_sample_last_min_round_s_ignoring_a_slow_first_probe(

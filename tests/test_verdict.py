@@ -199,6 +199,40 @@ def _gpu_run(latency: float, normalized: float, device: float, log_sd: float) ->
     )
 
 
+# measured on an H100 VM (benchmarks/between_processes.py, primed samples): a compute-bound
+# model's latency, normalized latency and device time in four fresh processes, each with its
+# median's own sampling (log sd); the fourth process read the highest of 17
+_COMPUTE_BASE = (
+    (1.52497e-3, 1.036671, 1.52003e-3, 0.00107),
+    (1.52086e-3, 1.035544, 1.51660e-3, 0.00084),
+    (1.52072e-3, 1.035476, 1.51542e-3, 0.00060),
+)
+_COMPUTE_UNCHANGED = (1.53593e-3, 1.042564, 1.51621e-3, 0.00153)
+
+
+def test_a_quiet_gpus_unchanged_run_is_unchanged_at_the_cuda_prior() -> None:
+    from pytest_tweak.options import DEFAULT_RUN_NOISE_PCT
+
+    judging = Judging(
+        threshold_pct=1.0, run_noise_pct=DEFAULT_RUN_NOISE_PCT["cuda"], host_bound_run_noise_pct=2.0
+    )
+    base = entry(*(_gpu_run(*r) for r in _COMPUTE_BASE))
+    new = _gpu_run(*_COMPUTE_UNCHANGED)
+    verdict = judge(base, new, graph_breaks=1, recompiles=2, judging=judging)
+    assert verdict.status is Status.UNCHANGED, verdict.change
+    # the earlier 0.5 % prior: the same run, noise above the threshold, undecided
+    wider = judge(
+        base, new, graph_breaks=1, recompiles=2, judging=replace(judging, run_noise_pct=0.5)
+    )
+    assert wider.status is Status.INCONCLUSIVE, wider.change
+    # a device-bound case keeps the device's prior: its host weight is 0
+    assert not any("host-bound" in note for note in verdict.notes)
+    # 2 % slower is caught
+    slower = _gpu_run(*(v * 1.02 for v in _COMPUTE_UNCHANGED[:3]), log_sd=0.00153)
+    caught = judge(base, slower, graph_breaks=1, recompiles=2, judging=judging)
+    assert caught.status is Status.REGRESSED, caught.change
+
+
 # measured on an H100 VM (docs/measurement.md, W3: the launch-bound model, default mode):
 # the unchanged case's three baseline runs (latency, normalized latency, device time), and
 # an unchanged run of a later process whose host was 3.5 % slower
