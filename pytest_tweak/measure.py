@@ -599,7 +599,7 @@ def make_timer(device: torch.device, threads: int | None = None) -> HostTimer:
     code path (guards, the kernel launcher) rather than the workload timed before it. Unprimed,
     that first call carried a start-up cost that differed from process to process: a
     compute-bound model's normalized latency spread 0.30 % (sd) between 17 fresh processes on
-    an H100, primed 0.17 %, and read 0.4 % nearer do_bench's median
+    an H100, primed 0.17 %, and read 0.3 % nearer do_bench's median
     (``benchmarks/between_processes.py``, docs/measurement.md)."""
     from .devices import make_synchronizer
 
