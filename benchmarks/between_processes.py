@@ -211,9 +211,11 @@ def judge_resampled(rows: list[dict[str, Any]], priors: list[float]) -> str:
     import itertools
 
     sys.path.insert(0, str(ROOT))
-    from pytest_tweak.baselines import BaselineEntry, RunRecord
+    sys.path.insert(0, str(Path(__file__).parent))
+    from measurement import judge_offline
+
+    from pytest_tweak.baselines import RunRecord
     from pytest_tweak.stats import Summary
-    from pytest_tweak.verdict import Judging, judge
 
     def summary(figure: list[float], factor: float = 1.0) -> Summary:
         median, log_sd = figure[0] * factor, figure[1]
@@ -238,27 +240,25 @@ def judge_resampled(rows: list[dict[str, Any]], priors: list[float]) -> str:
         if not all(tag in r for r in rows):
             continue
         for prior in priors:
-            judging = Judging(threshold_pct=1.0, run_noise_pct=prior, host_bound_run_noise_pct=2.0)
             counts: dict[str, int] = {}
             caught = total = 0
             for base in itertools.combinations(range(len(rows)), 3):
-                entry = BaselineEntry(
-                    runs=tuple(record(rows[i][tag]) for i in base), graph_breaks=0, recompiles=0
-                )
+                base_runs = [record(rows[i][tag]) for i in base]
                 for j in set(range(len(rows))) - set(base):
                     for factor in (1.0, 1.02):
-                        verdict = judge(
-                            entry,
+                        # the plugin's verdict, cuda defaults, the prior as --tweak-run-noise
+                        status = judge_offline(
+                            base_runs,
                             record(rows[j][tag], factor),
-                            graph_breaks=0,
-                            recompiles=0,
-                            judging=judging,
+                            "normalized",
+                            "cuda",
+                            run_noise_pct=prior,
                         )
                         if factor == 1.0:
-                            counts[str(verdict.status)] = counts.get(str(verdict.status), 0) + 1
+                            counts[status] = counts.get(status, 0) + 1
                             total += 1
                         else:
-                            caught += str(verdict.status) == "regressed"
+                            caught += status == "regressed"
             shares = " / ".join(
                 f"{counts.get(s, 0) / total * 100:.1f}%"
                 for s in ("unchanged", "inconclusive", "regressed", "improved")
