@@ -178,8 +178,8 @@ def test_compile_figures_say_what_each_covers() -> None:
 @pytest.mark.parametrize(
     ("pct", "low", "high", "expected"),
     [
-        (-7.5, -11.9, -2.8, "7.5% more speed-up (99% interval 2.8% .. 11.9% more speed-up)"),
-        (4.0, 1.0, 7.0, "+4.0% less speed-up (99% interval +1.0% .. +7.0%)"),
+        (-7.5, -11.9, -2.8, "8.1% more speed-up (99% interval 2.9% .. 13.5% more speed-up)"),
+        (4.0, 1.0, 7.0, "+3.8% less speed-up (99% interval +1.0% .. +6.5%)"),
     ],
 )
 def test_a_changes_interval_reads_in_the_sense_of_its_estimate(
@@ -187,3 +187,16 @@ def test_a_changes_interval_reads_in_the_sense_of_its_estimate(
 ) -> None:
     change = Change("speed-up", 1.04, 0.962, pct, low, high, 4.5, 5, Status.IMPROVED)
     assert expected in change.describe(5.0, 0.99)
+
+
+def test_a_speed_up_change_reads_as_the_ratio_of_the_speed_ups() -> None:
+    # the verdict's pct is in time's sense (base / new - 1 for a speed-up); what is printed
+    # is the speed-up's own change, new / base - 1, as a reader works it out from the figures
+    gained = Change(
+        "speed-up", 0.743, 0.19, 0.19 / 0.743 * 100 - 100, -80, -60, 9, 5, Status.IMPROVED
+    )
+    assert "0.743x vs baseline 0.19x: 291.1% more speed-up" in gained.describe(5.0, 0.99)
+    lost = Change(
+        "speed-up", 0.917, 0.998, 0.998 / 0.917 * 100 - 100, 3, 13, 5, 5, Status.REGRESSED
+    )
+    assert "0.917x vs baseline 0.998x: +8.1% less speed-up" in lost.describe(5.0, 0.99)
