@@ -133,8 +133,11 @@ class TorchInductorBackendConfig:
             return
         modes = _known_modes()
         if not isinstance(self.mode, str) or self.mode not in modes:
+            close = difflib.get_close_matches(str(self.mode), modes, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise ValueError(
-                f"unknown mode {self.mode!r}; torch {torch.__version__} knows: " + ", ".join(modes)
+                f"unknown mode {self.mode!r}; {hint}torch {torch.__version__} knows: "
+                + ", ".join(modes)
             )
 
     def _check_options(self) -> None:

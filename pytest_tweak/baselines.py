@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,6 +72,7 @@ __all__ = [
     "load_baselines",
     "merge_baselines",
     "read_baselines",
+    "resave_command",
     "save_baselines",
     "update_baselines",
 ]
@@ -313,6 +315,12 @@ def read_baselines(path: Path) -> BaselineFile:
         return BaselineFile()
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(path, f"cannot be read: {exc}") from exc
+    if not text.strip():
+        raise BaselineError(
+            path,
+            "is empty (a baseline file pytest-tweak writes never is: was it truncated outside "
+            "pytest-tweak?)",
+        )
     try:
         data = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -355,11 +363,20 @@ def read_baselines(path: Path) -> BaselineFile:
 def broken_entry_message(path: Path, key: str, problem: str) -> str:
     """Why a case whose baseline entry cannot be read fails, and how to repair the entry."""
     return (
-        f"pytest-tweak: {key}: its entry in baseline file {path} cannot be read, so the "
-        f"case has no gate: {problem}. The file is left as it is. Repair the entry by hand "
+        f"its entry in baseline file {path} cannot be read, so the case has no gate: "
+        f"{problem}. The file is left as it is. Repair the entry by hand "
         f"(`python -m pytest_tweak show {path}` lists every unreadable entry), take it from "
-        "a good copy of the file (`python -m pytest_tweak merge`), or record the case anew "
-        "with --tweak-save (which replaces only this entry)."
+        "a good copy of the file (`python -m pytest_tweak merge`), or record this case anew: "
+        f"{resave_command(key)}"
+    )
+
+
+def resave_command(nodeid: str) -> str:
+    """The command that records one case's entry anew, and why it names the case: a
+    ``--tweak-save`` run replaces the entry of every case it measures."""
+    return (
+        f"`pytest {shlex.quote(nodeid)} --tweak-save` (a --tweak-save run replaces the "
+        "entry of every case it measures, so name the case)"
     )
 
 

@@ -9,6 +9,8 @@ them itself.
 pytest has no public API for "which fixture of this name does this node see"; the two private
 reads it takes (`Metafunc._arg2fixturedefs`, `FixtureManager.getfixturedefs`) are here, and
 nowhere else, with a test (``tests/test_coexistence.py``) that fails when pytest changes them.
+Nor, since pytest 9 deprecated ``Config.inicfg``, for "which keys does the ini file set"
+(`ini_keys`, tested by ``tests/test_bad_input.py``).
 """
 
 from __future__ import annotations
@@ -91,3 +93,13 @@ def register_device_markers(config: pytest.Config) -> None:
                 "support every device (pytest-tweak; registered in sessions that use the "
                 "tweak fixture)",
             )
+
+
+def ini_keys(config: pytest.Config) -> list[str]:
+    """The keys the ini file sets. pytest 9 deprecated ``Config.inicfg`` (it warns, which is
+    an error under ``-W error``) and offers no public way to list the keys; pytest 8 has no
+    ``_inicfg``."""
+    found = getattr(config, "_inicfg", None)
+    if found is None:
+        found = config.inicfg
+    return list(found)

@@ -20,6 +20,7 @@ from .hookspec import implementers
 from .locks import device_lock
 from .logs import capture_torch_logs
 from .measure import MeasureSettings
+from .options import benchmarks_disabled
 from .results import CaseRecord
 from .runstate import LockUse, RunState
 from .stats import Summary
@@ -104,15 +105,6 @@ class _PedanticRunner:
         # pedantic binds the timer when it starts: swap ours in for this one call
         benchmark._timer = _ReplayClock([s * iterations for s in samples])
         benchmark.pedantic(_noop, rounds=len(samples), iterations=iterations, warmup_rounds=0)
-
-
-def _benchmarks_disabled(request: pytest.FixtureRequest) -> bool:
-    """Benchmarks turned off on purpose (``--benchmark-disable``), not by pytest-benchmark
-    itself because xdist is active."""
-    config = request.config
-    return bool(config.getoption("benchmark_disable", False)) and not config.getoption(
-        "benchmark_enable", False
-    )
 
 
 def _noop() -> None:
@@ -247,7 +239,7 @@ class TweakFixture:
         options = self._session.options
         self._check_baseline(nodeid)
         benchmark = self._request.getfixturevalue("benchmark")
-        runner = _PedanticRunner(benchmark, measure=not _benchmarks_disabled(self._request))
+        runner = _PedanticRunner(benchmark, measure=not benchmarks_disabled(self._request.config))
         status = self._status
         on_phase = None
         if status is not None:
@@ -324,20 +316,14 @@ class TweakFixture:
         return result
 
     def _check_baseline(self, nodeid: str) -> None:
-        """Fail the case, before it runs, when its gate cannot work: the baseline file is
-        broken, or its entry is (a save, which records the entry anew, may go on)."""
-        session = self._session
+        """Fail the case, before it runs, when the baseline file is broken. (A broken entry
+        of this case fails it after it is measured, so that its figures are reported:
+        `_verdict`.)"""
         try:
-            session.load()
+            self._session.load()
         except BaselineError as exc:
             pytest.fail(
                 f"pytest-tweak: {exc}. Fix or remove the file (it is left as it is).",
-                pytrace=False,
-            )
-        problem = session.skipped.get(nodeid)
-        if problem is not None and not session.options.save:
-            pytest.fail(
-                broken_entry_message(session.options.baseline_path, nodeid, problem),
                 pytrace=False,
             )
 
@@ -347,10 +333,14 @@ class TweakFixture:
         session = self._session
         # over a limit, or wrong against eager: fails whatever the speed, baseline or not
         failures = session.failures(result, self._limits)
+        item = self._request.node
+        problem = None if session.options.save else session.skipped.get(item.nodeid)
+        if problem is not None:  # a save records the entry anew: no failure then
+            broken = broken_entry_message(session.options.baseline_path, item.nodeid, problem)
+            return Verdict(Status.FAILED, failures=(*failures, broken))
         run = session.run_to_compare(result, compare=compare)
         if run is None:
             return Verdict(Status.FAILED if failures else Status.NOT_COMPARED, failures=failures)
-        item = self._request.node
         baseline = session.baselines.get(item.nodeid)
         changed = [] if baseline is None else differences(baseline.fingerprint, session.fingerprint)
         if changed:

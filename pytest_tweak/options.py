@@ -11,12 +11,13 @@ same spellings.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .devices import DEVICES, parse_device
 from .fingerprint import POLICIES
@@ -29,6 +30,9 @@ from .verdict import (
     Judging,
     Limits,
 )
+
+if TYPE_CHECKING:
+    import pytest
 
 __all__ = [
     "DEFAULT_BASELINE",
@@ -46,6 +50,7 @@ __all__ = [
     "OptionError",
     "Raw",
     "TweakOptions",
+    "benchmarks_disabled",
     "judging_per_device",
     "parse_choice",
     "parse_number",
@@ -53,6 +58,7 @@ __all__ = [
     "per_device_text",
     "resolve_judging",
     "resolve_options",
+    "unknown_ini_keys",
 ]
 
 #: Smallest slow-down that counts, in percent, per device type; measured in
@@ -427,12 +433,15 @@ class Raw:
         invocation_dir: Where a path given on the command line is relative to.
         ini_dir: Where a path given in the ini file is relative to.
         rootdir: Where the default baseline file lives.
+        measuring: ``False`` under pytest-benchmark's ``--benchmark-disable``: nothing is
+            timed, so nothing can be saved.
     """
 
     values: Mapping[str, tuple[Any, str]] = field(default_factory=dict)
     invocation_dir: Path = field(default_factory=Path.cwd)
     ini_dir: Path = field(default_factory=Path.cwd)
     rootdir: Path = field(default_factory=Path.cwd)
+    measuring: bool = True
 
     def get(self, name: str) -> tuple[Any, str]:
         """The value of option ``name`` and its source; ``(None, "default")`` when not given."""
@@ -524,6 +533,12 @@ def resolve_options(raw: Raw) -> TweakOptions:
     devices, pools = _devices(raw)
     baseline, baseline_source = raw.path("baseline")
     save = raw.given("save")
+    if save and not raw.measuring:
+        raise OptionError(
+            "--tweak-save records what the run measures, but --benchmark-disable turns "
+            "measuring off, so nothing would be saved: drop --benchmark-disable (or add "
+            "--benchmark-enable) to record baselines"
+        )
     if baseline is None:
         baseline = raw.rootdir / DEFAULT_BASELINE
     judging = resolve_judging(raw)
@@ -648,8 +663,6 @@ def _log_artifacts(raw: Raw) -> tuple[str, ...]:
     if not names:
         return ()
     # the user asked for torch's logs: importing torch here is what they pay for
-    import difflib
-
     from .counters import known_log_artifacts
 
     known = known_log_artifacts()
@@ -662,3 +675,29 @@ def _log_artifacts(raw: Raw) -> tuple[str, ...]:
                 f"(torch knows: {', '.join(known)})"
             )
     return names
+
+
+def benchmarks_disabled(config: pytest.Config) -> bool:
+    """Benchmarks turned off on purpose (pytest-benchmark's ``--benchmark-disable``, not
+    overridden by ``--benchmark-enable``), not by pytest-benchmark itself because xdist is
+    active: pytest-tweak then runs each case once, untimed, and can save nothing."""
+    return bool(config.getoption("benchmark_disable", False)) and not config.getoption(
+        "benchmark_enable", False
+    )
+
+
+def unknown_ini_keys(keys: Iterable[str]) -> list[str]:
+    """A warning for each ``tweak_*`` key in ``keys`` (the ini file's) that is no option's
+    ini twin, naming the key it resembles: such a key is not applied, and pytest's own
+    warning names the key alone."""
+    known = [option.dest for option in OPTIONS]
+    warnings = []
+    for key in sorted(keys):
+        if key.startswith("tweak_") and key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            warnings.append(
+                f"pytest-tweak: unknown ini key {key}: {hint}It is not applied "
+                "(`pytest --help` lists the tweak_* keys)."
+            )
+    return warnings

@@ -20,17 +20,25 @@ import pytest
 
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
-from .citizen import is_own_tweak, mentions_tweak, register_device_markers, sees_own_tweak
+from .citizen import ini_keys, is_own_tweak, mentions_tweak, register_device_markers, sees_own_tweak
 from .collect import TweakCase, case_of, parametrize
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
-from .options import OPTIONS, OptionError, Raw, resolve_options
+from .options import (
+    OPTIONS,
+    OptionError,
+    Raw,
+    benchmarks_disabled,
+    resolve_options,
+    unknown_ini_keys,
+)
 from .registry import BackendRegistry, BackendSpec, RegistryError
 from .reports import write_reports
 from .results import REPORT_ATTRIBUTE, CaseResult, junit_properties, suite_tuning
 from .runstate import RunState
 from .terminal import (
     ProgressLine,
+    baseline_file_lines,
     environment_line,
     lock_line,
     options_listing,
@@ -145,6 +153,7 @@ def _raw(config: pytest.Config) -> Raw:
         invocation_dir=config.invocation_params.dir,
         ini_dir=config.inipath.parent if config.inipath else config.rootpath,
         rootdir=config.rootpath,
+        measuring=not benchmarks_disabled(config),
     )
 
 
@@ -153,6 +162,8 @@ def pytest_configure(config: pytest.Config) -> None:
         register_device_markers(config)  # when it collects a file that uses tweak
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
+    for warning in unknown_ini_keys(ini_keys(config)):
+        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
     raw = _raw(config)
     try:
         options = resolve_options(raw)
@@ -476,21 +487,7 @@ class _RunHooks:
                 environment_line(state.environment_changed, state.options.fingerprint_policy),
                 yellow=True,
             )
-        path = state.options.baseline_path
-        if state.skipped:
-            terminalreporter.write_line(
-                f"pytest-tweak: {len(state.skipped)} unreadable entr"
-                f"{'y' if len(state.skipped) == 1 else 'ies'} in {path} skipped: "
-                + ", ".join(sorted(state.skipped)),
-                yellow=True,
-            )
-        if self.save_error is not None:
-            terminalreporter.write_line(
-                f"pytest-tweak: ERROR: nothing saved: {self.save_error}", red=True
-            )
-        elif state.saved is not None:
-            kept = state.kept
-            terminalreporter.write_line(
-                f"pytest-tweak: saved {len(state.saved)} case(s) to {path}"
-                f" (kept {kept} other entr{'y' if kept == 1 else 'ies'})"
-            )
+        for line, colour in baseline_file_lines(
+            state.options.baseline_path, state.skipped, state.saved, state.kept, self.save_error
+        ):
+            terminalreporter.write_line(line, **({colour: True} if colour else {}))

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .baselines import resave_command
 from .formatting import format_bytes, format_seconds, text_table
 from .measure import CaseChecks, MeasureSettings
 from .options import (
@@ -153,7 +154,7 @@ def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> s
     lines += _reasons(case)
     lines += _figures(case)
     if verdict.problems or verdict.status is Status.INCONCLUSIVE:
-        lines.append("If the change is intended, record a new baseline with --tweak-save.")
+        lines.append(f"If the change is intended, record this case anew: {resave_command(nodeid)}.")
     return "\n".join(lines)
 
 
@@ -410,6 +411,38 @@ def environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
         "fail": "failed (--tweak-fingerprint-policy=fail)",
     }[policy]
     return f"pytest-tweak: {what}: {outcome}"
+
+
+def baseline_file_lines(
+    path: object,
+    skipped: Mapping[str, str],
+    saved: Mapping[str, object] | None,
+    kept: int,
+    save_error: str | None,
+) -> list[tuple[str, str | None]]:
+    """The summary's word on the baseline file: its unreadable entries, and what a save did;
+    each line with its colour (``None``: plain)."""
+    lines: list[tuple[str, str | None]] = []
+    if skipped:
+        lines.append(
+            (
+                f"pytest-tweak: {len(skipped)} unreadable entr"
+                f"{'y' if len(skipped) == 1 else 'ies'} in {path} skipped: "
+                + ", ".join(sorted(skipped)),
+                "yellow",
+            )
+        )
+    if save_error is not None:
+        lines.append((f"pytest-tweak: ERROR: nothing saved: {save_error}", "red"))
+    elif saved is not None:
+        lines.append(
+            (
+                f"pytest-tweak: saved {len(saved)} case(s) to {path}"
+                f" (kept {kept} other entr{'y' if kept == 1 else 'ies'})",
+                None,
+            )
+        )
+    return lines
 
 
 #: Waiting this long in all for another process's device lock is worth a line in the summary.

@@ -135,3 +135,35 @@ def test_a_tweak_parametrized_by_hand_is_the_tests_own(
     result = run_suite("-v")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_x[[]1[]] PASSED*", "*test_x[[]2[]] PASSED*"])
+
+
+@pytest.mark.parametrize(
+    ("key", "meant"), [("tweak_treshold", "tweak_threshold"), ("tweak_devices", "tweak_device")]
+)
+def test_a_misspelled_ini_key_is_named_with_the_key_it_resembles(
+    pytester: pytest.Pytester, key: str, meant: str
+) -> None:
+    pytester.makeini(f"[pytest]\n{key} = 5\n")
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [f"*pytest-tweak: unknown ini key {key}: did you mean {meant}? It is not applied*"]
+    )
+
+
+def test_save_with_benchmarks_disabled_is_refused_before_any_test_runs(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_x(tweak): raise AssertionError('must not run')")
+    result = pytester.runpytest("--tweak-save", "--benchmark-disable")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --tweak-save records what the run measures, but --benchmark-disable *"]
+    )
+    assert not (pytester.path / "tweak-baselines.json").exists()
+    # --benchmark-enable overrides the disable: the save may go on
+    enabled = pytester.runpytest(
+        "--tweak-save", "--benchmark-disable", "--benchmark-enable", "--co"
+    )
+    assert enabled.ret == pytest.ExitCode.OK

@@ -83,7 +83,8 @@ def test_save_merges_with_what_is_on_disk_now(tmp_path: Path) -> None:
     ("text", "problem"),
     [
         ("{not json", r"is not valid JSON \(line 1, column 2"),
-        ("", "is not valid JSON"),
+        ("", "is empty"),
+        (" \n", "is empty"),
         ("[]", "is not a pytest-tweak baseline file"),
         ('{"format": "other"}', "is not a pytest-tweak baseline file"),
         (f'{{"format": "{FORMAT}", "version": 99, "cases": {{}}}}', "has version 99"),

@@ -452,16 +452,32 @@ def test_a_broken_baseline_entry_fails_its_case_naming_the_repair_and_is_kept(
 
     # -W error: the project's own setting; a broken entry is a failure, never INTERNALERROR
     pytester.makeini(WARNINGS_AS_ERRORS_INI)
-    result = run_suite("-k", "control or speed", "--tweak-threshold=200")
+    result = run_suite(
+        "-k", "control or speed", "--tweak-threshold=200", "--tweak-json=report.json"
+    )
     result.assert_outcomes(failed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "*pytest-tweak: test_changing.py::test_control[[]cpu-default[]]: its entry in "
-            f"baseline file {path} cannot be read, so the case has no gate: case *: "
-            "'graph_breaks' must be an integer >= 0, got '0'. The file is left as it is. Repair "
-            f"the entry by hand (`python -m pytest_tweak show {path}` lists every unreadable "
-            "entry)*--tweak-save (which replaces only this entry).",
+            "*pytest-tweak: test_changing.py::test_control[[]cpu-default[]] failed, whatever "
+            "its speed:",
+            f"  - its entry in baseline file {path} cannot be read, so the case has no gate: "
+            "case *: 'graph_breaks' must be an integer >= 0, got '0'. The file is left as it "
+            f"is. Repair the entry by hand (`python -m pytest_tweak show {path}` lists every "
+            "unreadable entry)*record this case anew: `pytest "
+            "'test_changing.py::test_control[[]cpu-default[]]' --tweak-save` (a --tweak-save "
+            "run replaces the entry of every case it measures, so name the case)",
+        ]
+    )
+    # the cases were measured all the same: their figures are in the summary and the report
+    report = json.loads((pytester.path / "report.json").read_text())
+    measured = {case["nodeid"]: case for case in report["cases"]}
+    for name in ("test_control", "test_speed"):
+        case = measured[f"test_changing.py::{name}[cpu-default]"]
+        assert case["verdict"]["status"] == "failed"
+        assert case["timing"]["median"] > 0
+    result.stdout.fnmatch_lines(
+        [
             "pytest-tweak: 3 unreadable entries in *tweak-baselines.json skipped: "
             "gone.py::test_old[[]cpu-default[]], test_changing.py::test_control[[]cpu-default[]], "
             "test_changing.py::test_speed[[]cpu-default[]]",
@@ -569,7 +585,9 @@ def test_invalid_config_in_a_suite_fails_collection_with_the_reason(
     )
     result = run_suite("--collect-only")
     assert result.ret == pytest.ExitCode.INTERRUPTED
-    result.stdout.fnmatch_lines(["*ValueError: unknown mode 'max_autotune'; torch * knows: *"])
+    result.stdout.fnmatch_lines(
+        ["*ValueError: unknown mode 'max_autotune'; did you mean 'max-autotune'? torch * knows: *"]
+    )
 
 
 def test_counts_in_a_run_equal_explain(pytester: pytest.Pytester, run_suite) -> None:
