@@ -8,7 +8,9 @@
 # Calibrates the injected work (compute: +2 %; launch: +2, +5, +10 and +20 %), records a 3-run baseline
 # (as the README recommends for cuda), then adds compare runs until SECONDS (default 585) have
 # passed, so that it fits one 10-minute call; run it again on the same WORK to add runs (a run
-# cut short by the limit is left out by the render). WORK is tarred to $OUT every minute when
+# cut short by the limit is left out by the render). The device tool copies the working tree
+# anew for each call and an ignored folder does not travel: to go on, unpack $OUT/MODEL.tgz
+# into the checkout (untracked, not ignored) before the next call. WORK is tarred to $OUT every minute when
 # $OUT is set, with its output in $OUT/MODEL.log, so what a call did comes back even if the
 # call is cut off; a pytest run that stalls is stopped after 300 s with its stacks kept.
 set -u
