@@ -1,8 +1,10 @@
 """Accuracy against eager: the compiled model's output compared with the uncompiled model's.
 
-Outputs may be tensors, numbers, strings, ``None``, or tuples, lists, dicts and named tuples
-of those, nested. Tensors are compared elementwise: an element is close when
-``|compiled - eager| <= atol + rtol * |eager|`` (the rule of ``torch.testing.assert_close``).
+Outputs may be tensors, numbers, strings, ``None``, or tuples, lists, dicts, named tuples
+and dataclasses of those, nested; an object of another class without an equality of its own
+(a Hugging Face ``DynamicCache``) is compared by its attributes. Tensors are compared
+elementwise: an element is close when ``|compiled - eager| <= atol + rtol * |eager|`` (the
+rule of ``torch.testing.assert_close``).
 NaN where eager has NaN is equal; NaN where eager has a number is wrong; infinities must match.
 
 The default tolerances depend on the dtype and are looser than ``assert_close``'s: inductor
@@ -185,8 +187,11 @@ class _Mismatch:
     text: str
 
 
-def _walk(actual: Any, expected: Any, where: str) -> Iterator[tuple[str, Any, Any]]:
-    """Pairs of leaves of two nested outputs; a structural difference is a `_Mismatch`."""
+def _walk(
+    actual: Any, expected: Any, where: str, seen: frozenset[int] = frozenset()
+) -> Iterator[tuple[str, Any, Any]]:
+    """Pairs of leaves of two nested outputs; a structural difference is a `_Mismatch`.
+    ``seen``: the objects walked into on the way here (`_plain_object`)."""
     if isinstance(expected, torch.Tensor) or isinstance(actual, torch.Tensor):
         if not (isinstance(expected, torch.Tensor) and isinstance(actual, torch.Tensor)):
             yield where, actual, _Mismatch(f"{_kind(actual)} where eager has {_kind(expected)}")
@@ -198,20 +203,40 @@ def _walk(actual: Any, expected: Any, where: str) -> Iterator[tuple[str, Any, An
             yield where, actual, _Mismatch(_keys_text(actual, expected))
             return
         for key in expected:
-            yield from _walk(actual[key], expected[key], f"{where}[{key!r}]")
+            yield from _walk(actual[key], expected[key], f"{where}[{key!r}]", seen)
         return
     if isinstance(expected, (list, tuple)):
         if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
             yield where, actual, _Mismatch(f"{_kind(actual)} where eager has {_kind(expected)}")
             return
         for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
-            yield from _walk(a, e, f"{where}[{i}]")
+            yield from _walk(a, e, f"{where}[{i}]", seen)
         return
     if hasattr(expected, "__dataclass_fields__") and type(actual) is type(expected):
         for name in expected.__dataclass_fields__:
-            yield from _walk(getattr(actual, name), getattr(expected, name), f"{where}.{name}")
+            yield from _walk(
+                getattr(actual, name), getattr(expected, name), f"{where}.{name}", seen
+            )
+        return
+    if _plain_object(expected) and type(actual) is type(expected):
+        # an object without its own equality (a Hugging Face DynamicCache): two of them are
+        # never ==, so compare what they hold, once per object (a cycle ends the walk)
+        if id(expected) in seen:
+            return
+        mine, theirs = vars(actual), vars(expected)
+        if set(mine) != set(theirs):
+            yield where, actual, _Mismatch(_keys_text(mine, theirs).replace("keys", "attributes"))
+            return
+        for name, value in theirs.items():
+            yield from _walk(mine[name], value, f"{where}.{name}", seen | {id(expected)})
         return
     yield where, actual, expected
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance with attributes and the identity equality of `object`."""
+    eq: object = type(value).__eq__
+    return hasattr(value, "__dict__") and eq is object.__eq__
 
 
 def _kind(value: Any) -> str:

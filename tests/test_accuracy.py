@@ -76,6 +76,35 @@ def test_named_tuples_lists_numbers_and_none_are_walked() -> None:
     assert not bad.ok and bad.where == "output[2]"
 
 
+class _Layer:
+    def __init__(self, keys: torch.Tensor) -> None:
+        self.keys = keys
+
+
+class _Cache:
+    """A stand-in for a Hugging Face DynamicCache: no equality of its own, tensors inside."""
+
+    def __init__(self, *keys: torch.Tensor) -> None:
+        self.layers = [_Layer(k) for k in keys]
+        self.owner = self  # a cycle: the walk goes round it once
+
+
+def test_objects_without_an_equality_are_compared_by_what_they_hold() -> None:
+    # two such objects are never ==: compared as they were, every model returning a cache
+    # was "wrong", and the eager determinism check blamed random ops
+    expected = {"last_hidden_state": torch.ones(2), "past_key_values": _Cache(torch.ones(3))}
+    same = {"last_hidden_state": torch.ones(2), "past_key_values": _Cache(torch.ones(3))}
+    assert compare_outputs(same, expected).ok
+    off = {"last_hidden_state": torch.ones(2), "past_key_values": _Cache(torch.full((3,), 2.0))}
+    bad = compare_outputs(off, expected)
+    assert not bad.ok and bad.where == "output['past_key_values'].layers[0].keys"
+    fewer = _Cache(torch.ones(3))
+    del fewer.owner
+    assert compare_outputs(fewer, _Cache(torch.ones(3))).problem == (
+        "attributes differ: missing 'owner'; extra -"
+    )
+
+
 def test_integer_outputs_must_be_equal() -> None:
     assert default_tolerance(torch.int64) == Tolerance(0.0, 0.0)
     assert not compare_outputs(torch.tensor([1, 2]), torch.tensor([1, 3])).ok
