@@ -97,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
         description=(
             "Judge every entry of NEW against OLD's entry for the same test, with the plugin's "
             "rule and defaults (the newest run of each NEW entry). Exit 0: nothing regressed; "
-            "1: something regressed (or, with --fail-inconclusive, was inconclusive); "
+            "1: something regressed, an entry of a test in NEW is unreadable in either file "
+            "(or, with --fail-inconclusive, something was inconclusive); "
             "2: usage error or unreadable file."
         ),
     )
@@ -476,16 +477,20 @@ def _diff_rows(
     for key in sorted(k for k in keys if _matches(k, args.test)):
         before, after = old.entries.get(key), new.entries.get(key)
         device = _device(key, after, before)
+        # an unreadable entry on either side fails the gate, as the plugin fails its case:
+        # a test whose entry a bad merge garbled must not pass as "new"
         if key in new.skipped:
             rows.append(
-                _Row(key, "unreadable", False, None, before, None, device, (new.skipped[key],))
+                _Row(key, "unreadable", True, None, before, None, device, (new.skipped[key],))
             )
         elif after is None:
             note = (old.skipped[key],) if key in old.skipped else ()
             rows.append(_Row(key, "missing", False, None, before, None, device, note))
+        elif key in old.skipped:
+            problem = f"OLD's entry is unreadable: {old.skipped[key]}"
+            rows.append(_Row(key, "unreadable", True, None, None, after, device, (problem,)))
         elif before is None:
-            note = (f"OLD's entry is unreadable: {old.skipped[key]}",) if key in old.skipped else ()
-            rows.append(_Row(key, str(Status.NEW), False, None, None, after, device, note))
+            rows.append(_Row(key, str(Status.NEW), False, None, None, after, device, ()))
         else:
             rows.append(_judge_entry(key, before, after, judging[device], policy))
     return rows

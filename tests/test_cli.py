@@ -231,10 +231,16 @@ def test_diff_reports_unreadable_entries_and_missing_files(
 ) -> None:
     old = write(tmp_path / "old.json", {A: entry(0.001)})
     new = with_broken_entry(write(tmp_path / "new.json", {B: entry(0.001)}), A)
-    assert main(["diff", str(old), str(new)]) == EXIT_OK
+    # an unreadable entry fails the gate, as the plugin fails its case
+    assert main(["diff", str(old), str(new)]) == EXIT_REGRESSED
     captured = capsys.readouterr()
     assert f"{A}: unreadable" in captured.out and "'runs' must be a non-empty list" in captured.out
     assert f"baseline file {new}: entry {A!r} is unreadable" in captured.err
+    # and so does an unreadable OLD entry of a test NEW has: not "new"
+    assert main(["diff", str(new), str(old)]) == EXIT_REGRESSED
+    captured = capsys.readouterr()
+    assert f"{A}: unreadable" in captured.out and "OLD's entry is unreadable" in captured.out
+    assert " new" not in captured.out.split("against", 1)[1].splitlines()[-1]
     assert main(["diff", str(old), str(tmp_path / "none.json")]) == EXIT_USAGE
     assert f"NEW baseline file {tmp_path / 'none.json'}: no such file" in capsys.readouterr().err
 
