@@ -339,6 +339,14 @@ def _undecided(verdict: Verdict) -> list[str]:
     ]
 
 
+def _unstable(case: CaseResult) -> list[str]:
+    """The summary's word on a case whose samples stepped, where its verdict's notes (an
+    inconclusive case's, shown by `_undecided`) do not already say so: a new case's, say."""
+    if case.unstable is None or case.verdict.status is Status.INCONCLUSIVE:
+        return []
+    return [f"  unstable measurement: {case.unstable}"]
+
+
 def _host_note(case: CaseResult) -> list[str]:
     """The summary's word on a case whose device mostly waits for the host."""
     share = case.host_share
@@ -366,7 +374,12 @@ def summary_lines(cases: Iterable[CaseResult]) -> list[str]:
     details = [
         (case, reasons)
         for case in cases
-        if (reasons := _reasons(case) + _host_note(case) + _undecided(case.verdict))
+        if (
+            reasons := _reasons(case)
+            + _unstable(case)
+            + _host_note(case)
+            + _undecided(case.verdict)
+        )
     ]
     if details:
         lines.append("")

@@ -31,7 +31,7 @@ from pytest_tweak.results import (
     suite_tuning,
 )
 from pytest_tweak.stats import Summary
-from pytest_tweak.terminal import tuning_lines
+from pytest_tweak.terminal import summary_lines, tuning_lines
 from pytest_tweak.verdict import Change, Status, Verdict
 
 ENVIRONMENT = {"python": "3.11.7", "torch": "2.13.0+cpu", "cpu": "Test CPU", "threads": 1}
@@ -152,6 +152,9 @@ def test_a_busy_or_unstable_case_says_so_in_its_plain_form_and_the_json_report()
     data = json.loads(json.dumps(case.to_dict(), allow_nan=False))
     assert (data["load_share"], data["unstable"]) == (0.42, case.unstable)
     assert CaseResult.from_dict(data) == case
+    # the terminal says it too, for a case no verdict's notes speak for (a new one)
+    assert case.verdict.status is not Status.INCONCLUSIVE
+    assert "  unstable measurement: the time stepped from 1.0 ms to 2.0 ms" in summary_lines([case])
     document = json_report([case], ENVIRONMENT, SETTINGS)
     _validate(document)
     bad = json.loads(json.dumps(document))
