@@ -18,6 +18,7 @@ import torch
 from .backends import Backend, TorchInductorBackend, model_device
 from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
+from .devices import DEVICES, availability
 from .measure import Instruments, MeasureSettings
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
@@ -43,6 +44,11 @@ class BestOfStrategy:
     """Measure several backends and keep the one with the lowest median time."""
 
     def __init__(self, backends: Sequence[Backend]) -> None:
+        if isinstance(backends, Backend):
+            raise TypeError(
+                f"BestOfStrategy takes a list of backends, got one ({backends!r}): "
+                "BestOfStrategy([...]), or OneBackendStrategy(backend) for one"
+            )
         backends = tuple(backends)
         if not backends:
             raise ValueError("BestOfStrategy needs at least one backend")
@@ -72,10 +78,22 @@ class Module:
     def __init__(
         self, model: Callable[..., Any], name: str, strategy: Strategy | None = None
     ) -> None:
-        if not name:
-            raise ValueError("Module needs a non-empty name")
+        if not callable(model):
+            raise TypeError(f"Module takes a callable model, got {type(model).__name__}")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Module needs a non-empty name (a str), got {name!r}")
         if strategy is None:
             strategy = OneBackendStrategy(TorchInductorBackend())
+        elif isinstance(strategy, Backend):
+            raise TypeError(
+                f"Module's strategy is a OneBackendStrategy or BestOfStrategy, got the backend "
+                f"{strategy!r}: pass strategy=OneBackendStrategy({strategy!r})"
+            )
+        elif not isinstance(strategy, (OneBackendStrategy, BestOfStrategy)):
+            raise TypeError(
+                "Module's strategy is a OneBackendStrategy or BestOfStrategy, got "
+                f"{type(strategy).__name__}"
+            )
         self.model = model
         self.name = name
         self.strategy = strategy
@@ -132,8 +150,16 @@ def tune(
     """
     if not isinstance(module, Module):
         raise TypeError(f"tune takes a Module, got {type(module).__name__}")
+    if settings is not None and not isinstance(settings, MeasureSettings):
+        raise TypeError(
+            f"tune's settings are a pytest_tweak.MeasureSettings (for example "
+            f"MeasureSettings(max_time_s=0.1)), got {type(settings).__name__}"
+        )
     args = input_data if isinstance(input_data, tuple) else (input_data,)
     where = torch.device(device) if device is not None else model_device(module.model)
+    found = availability(where.type) if where.type in DEVICES else None
+    if found is not None and not found.available:
+        raise RuntimeError(f"tune({module.name!r}): device {where} is not usable: {found.reason}")
     if settings is None:
         settings = MeasureSettings(eager=False, reference=False)
     measurements: dict[str, BenchmarkResult] = {}

@@ -67,6 +67,29 @@ def test_strategies_check_their_input() -> None:
         OneBackendStrategy("inductor")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="tune takes a Module"):
         tune(TinyMLP(), torch.randn(1, 16))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"a list of backends, got one .*OneBackendStrategy"):
+        BestOfStrategy(EagerBackend())  # type: ignore[arg-type]
+
+
+def test_module_and_tune_name_a_wrong_argument_before_measuring() -> None:
+    """Each used to be accepted and fail later: an AttributeError inside tune, or "every
+    backend failed" for a model that was a string."""
+    with pytest.raises(TypeError, match="callable model, got str"):
+        Module("model", "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"non-empty name .*got 123"):
+        Module(TinyMLP(), 123)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"strategy=OneBackendStrategy\(EagerBackend"):
+        Module(TinyMLP(), "x", strategy=EagerBackend())  # type: ignore[arg-type]
+    module = Module(TinyMLP(), "x", strategy=OneBackendStrategy(EagerBackend()))
+    with pytest.raises(TypeError, match=r"MeasureSettings\(max_time_s=0.1\)\), got dict"):
+        tune(module, torch.randn(1, 16), settings={"max_time": 0.1})  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without cuda")
+def test_tune_on_a_device_torch_cannot_use_says_why() -> None:
+    module = Module(TinyMLP(), "x", strategy=OneBackendStrategy(EagerBackend()))
+    with pytest.raises(RuntimeError, match=r"device cuda is not usable: torch.cuda.is_available"):
+        tune(module, torch.randn(1, 16), device="cuda")
 
 
 def test_best_of_compares_the_seeds_other_backends() -> None:
