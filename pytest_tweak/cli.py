@@ -642,13 +642,16 @@ def _merge(args: argparse.Namespace) -> int:
     sources = [(name, _read(name, "input")) for name in args.inputs]
     before: dict[str, BaselineEntry] = {}
 
+    existed = out.exists()
+
     def update(on_disk: BaselineFile) -> BaselineFile:
         _report_skipped(out, on_disk)
         before.update(on_disk.entries)
         try:
             return merge_baselines([(str(out), on_disk), *sources], args.on_conflict)
         except ValueError as exc:
-            raise CliError(f"{exc}; {out} is left as it was") from None
+            state = "left as it was" if existed else "not created"
+            raise CliError(f"{exc}; {out} is {state}") from None
 
     written = update_baselines(out, update)
     added = [k for k in written.entries if k not in before]
@@ -679,7 +682,8 @@ def _accept(args: argparse.Namespace) -> int:
     for key in sorted(k for k in new.skipped if _matches(k, patterns)):
         _warn(f"{args.new}: entry {key!r} is unreadable: not accepted")
     if not selected:
-        raise CliError(f"{args.new} holds no readable entry to accept; nothing was accepted")
+        which = " that --test selects" if patterns else ""
+        raise CliError(f"{args.new} holds no readable entry{which} to accept; nothing was accepted")
     before: dict[str, BaselineEntry] = {}
 
     def update(on_disk: BaselineFile) -> BaselineFile:

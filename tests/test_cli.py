@@ -301,7 +301,13 @@ def test_merge_keeps_outs_own_entries_and_settles_conflicts(
     assert main(["merge", str(strict), str(one), str(two), "--on-conflict=error"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert f"test id {A!r} has different entries in {one} and {two}" in err
+    assert f"{strict} is left as it was" in err
     assert strict.read_bytes() == before
+    # an OUT that did not exist is not created, and the message says so
+    fresh = tmp_path / "fresh.json"
+    assert main(["merge", str(fresh), str(one), str(two), "--on-conflict=error"]) == EXIT_USAGE
+    assert f"{fresh} is not created" in capsys.readouterr().err
+    assert not fresh.exists()
     # equal entries are no conflict
     assert main(["merge", str(strict), str(one), str(one), "--on-conflict=error"]) == EXIT_OK
 
@@ -393,6 +399,13 @@ def test_accept_with_a_pattern_matching_nothing_changes_nothing(
     args = ["accept", str(baseline), str(new), "--test", A, "--test", "test_typo"]
     assert main(args) == EXIT_USAGE
     assert f"--test 'test_typo' matches no entry of {new}; nothing was accepted" in (
+        capsys.readouterr().err
+    )
+    assert baseline.read_bytes() == before
+    # a pattern that selects only an unreadable entry: the file has readable ones, not these
+    garbled = with_broken_entry(write(tmp_path / "garbled.json", {A: entry(0.004)}), B)
+    assert main(["accept", str(baseline), str(garbled), "--test", B]) == EXIT_USAGE
+    assert f"{garbled} holds no readable entry that --test selects to accept" in (
         capsys.readouterr().err
     )
     assert baseline.read_bytes() == before
