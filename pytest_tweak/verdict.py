@@ -481,6 +481,13 @@ def inconclusive_advice(
             f"(--tweak-save --tweak-append, {more} in all) would bring the noise to "
             f"±{math.expm1(half(more, new_var)) * 100.0:.1f}%"
         )
+    elif new_var > measured:
+        lines.append(
+            f"this run's own samples are the noisy side (±{change.sampling_pct:.1f}% one sd): "
+            "neither 4x longer measurement (--tweak-max-time) nor more baseline runs decides "
+            "it; its samples scatter widely (a busy machine, or a model whose time is not "
+            "steady): measure much longer, or on a quieter machine"
+        )
     else:
         floor = math.expm1(z * math.sqrt(measured)) * 100.0  # half() as runs grow without end
         lines.append(

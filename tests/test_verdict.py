@@ -499,6 +499,22 @@ def test_inconclusive_says_when_nothing_but_a_higher_threshold_decides_it() -> N
     assert "neither more runs nor longer measurement" in last
 
 
+def test_inconclusive_with_wildly_noisy_samples_blames_them_not_a_zero_floor() -> None:
+    # baseline runs that agree exactly, and a run whose samples scatter by ±30 %: even 4x
+    # longer does not decide it; the advice once read "the run-to-run noise alone is ±0.0%;
+    # raise --tweak-threshold above 0.0%" (seen with `diff` of a file against itself)
+    judging = Judging(threshold_pct=5.0, run_noise_pct=2.0)
+    wild = RunRecord(timing=summary(1.0e-3, log_sd=0.3))
+    verdict = judge(
+        _noisy_base(1e-3, 1e-3, 1e-3), wild, graph_breaks=1, recompiles=2, judging=judging
+    )
+    assert verdict.status is Status.INCONCLUSIVE
+    notes = "\n".join(verdict.notes)
+    assert "this run's own samples are the noisy side (±30.0% one sd)" in notes
+    assert "neither 4x longer measurement (--tweak-max-time) nor more baseline runs" in notes
+    assert "raise --tweak-threshold" not in notes
+
+
 def test_inconclusive_names_a_busy_machine() -> None:
     judging = Judging(threshold_pct=5.0, run_noise_pct=3.0)
     busy = RunRecord(timing=summary(1e-3), load_share=0.45)
