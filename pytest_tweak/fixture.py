@@ -237,7 +237,7 @@ class TweakFixture:
         started = time.perf_counter()
         nodeid = self._request.node.nodeid
         options = self._session.options
-        self._check_baseline(nodeid)
+        self._check_baseline()
         benchmark = self._request.getfixturevalue("benchmark")
         runner = _PedanticRunner(benchmark, measure=not benchmarks_disabled(self._request.config))
         status = self._status
@@ -315,7 +315,7 @@ class TweakFixture:
             )
         return result
 
-    def _check_baseline(self, nodeid: str) -> None:
+    def _check_baseline(self) -> None:
         """Fail the case, before it runs, when the baseline file is broken. (A broken entry
         of this case fails it after it is measured, so that its figures are reported:
         `_verdict`.)"""

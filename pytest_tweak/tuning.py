@@ -84,15 +84,12 @@ class Module:
             raise ValueError(f"Module needs a non-empty name (a str), got {name!r}")
         if strategy is None:
             strategy = OneBackendStrategy(TorchInductorBackend())
-        elif isinstance(strategy, Backend):
-            raise TypeError(
-                f"Module's strategy is a OneBackendStrategy or BestOfStrategy, got the backend "
-                f"{strategy!r}: pass strategy=OneBackendStrategy({strategy!r})"
-            )
         elif not isinstance(strategy, (OneBackendStrategy, BestOfStrategy)):
+            got = type(strategy).__name__
+            if isinstance(strategy, Backend):
+                got = f"the backend {strategy!r}: pass strategy=OneBackendStrategy({strategy!r})"
             raise TypeError(
-                "Module's strategy is a OneBackendStrategy or BestOfStrategy, got "
-                f"{type(strategy).__name__}"
+                f"Module's strategy is a OneBackendStrategy or BestOfStrategy, got {got}"
             )
         self.model = model
         self.name = name
