@@ -29,6 +29,7 @@ from .reports.text import (
     margin_text,
     recompile_texts,
     speedup_text,
+    unstable_text,
 )
 from .results import CaseResult, TuneRow
 from .runstate import LockUse
@@ -342,9 +343,7 @@ def _undecided(verdict: Verdict) -> list[str]:
 def _unstable(case: CaseResult) -> list[str]:
     """The summary's word on a case whose samples stepped, where its verdict's notes (an
     inconclusive case's, shown by `_undecided`) do not already say so: a new case's, say."""
-    if case.unstable is None or case.verdict.status is Status.INCONCLUSIVE:
-        return []
-    return [f"  unstable measurement: {case.unstable}"]
+    return [f"  {line}" for line in unstable_text(case)]
 
 
 def _host_note(case: CaseResult) -> list[str]:

@@ -155,12 +155,31 @@ def test_a_busy_or_unstable_case_says_so_in_its_plain_form_and_the_json_report()
     # the terminal says it too, for a case no verdict's notes speak for (a new one)
     assert case.verdict.status is not Status.INCONCLUSIVE
     assert "  unstable measurement: the time stepped from 1.0 ms to 2.0 ms" in summary_lines([case])
+    line = "unstable measurement: the time stepped from 1.0 ms to 2.0 ms"
+    assert f"- `cpu-default`: {line}" in markdown_report([case]).splitlines()
+    assert html_report([case], ENVIRONMENT).count(line) == 1
     document = json_report([case], ENVIRONMENT, SETTINGS)
     _validate(document)
     bad = json.loads(json.dumps(document))
     bad["cases"][0]["load_share"] = 1.5
     with pytest.raises(jsonschema.ValidationError):
         _validate(bad)
+
+
+def test_an_unstable_compared_case_says_so_once_in_each_report() -> None:
+    """Compared with a baseline, an unstable case is inconclusive and its verdict's notes lead
+    with the step; the summary, the markdown and the HTML say it once, not twice."""
+    line = "unstable measurement: the time stepped from 1.0 ms to 2.0 ms"
+    case = dataclasses.replace(
+        _cases()[0],
+        unstable="the time stepped from 1.0 ms to 2.0 ms",
+        verdict=Verdict(Status.INCONCLUSIVE, notes=(line, "measure longer")),
+    )
+    assert sum(line in text for text in summary_lines([case])) == 1
+    markdown = markdown_report([case]).splitlines()
+    assert [text for text in markdown if line in text] == [f"- `cpu-default`: {line}"]
+    assert "- `cpu-default`: measure longer" in markdown
+    assert html_report([case], ENVIRONMENT).count(line) == 1
 
 
 def test_a_case_dict_without_a_field_names_it() -> None:

@@ -89,7 +89,12 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
         details = [
             f"- `{case.device}-{case.config_id}`: {_md_text(text)}"
             for case in group
-            for text in (*case.verdict.failures, *case.verdict.problems, *case_reasons(case))
+            for text in (
+                *case.verdict.failures,
+                *case.verdict.problems,
+                *case.verdict.notes,
+                *case_reasons(case),
+            )
         ]
         details += [
             f"- `{case.device}-{case.config_id}`: {_md_break(reason)}"

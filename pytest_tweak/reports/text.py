@@ -27,6 +27,7 @@ __all__ = [
     "overall_status",
     "recompile_texts",
     "speedup_text",
+    "unstable_text",
 ]
 
 
@@ -95,7 +96,7 @@ _MAX_RECOMPILE_LINES = 5
 def case_reasons(case: CaseResult) -> list[str]:
     """Where and why a case's graph breaks and recompiles happened, and the recompile-limit
     cliff: what a reviewer of a pull request needs beside the counts."""
-    lines: list[str] = []  # the graph breaks themselves: `break_text`, with torch's link
+    lines = unstable_text(case)  # the graph breaks themselves: `break_text`, with torch's link
     reasons, hints = recompile_texts(case.recompile_reasons)
     shown = list(reasons.items())[:_MAX_RECOMPILE_LINES]
     lines += [f"recompile: {reason}" + (f" (x{n})" if n > 1 else "") for reason, n in shown]
@@ -109,6 +110,16 @@ def case_reasons(case: CaseResult) -> list[str]:
         lines.append(limit_text(case.recompile_limit_frames))
     lines += [f"CUDA graphs skipped: {reason}" for reason in case.cudagraph_skips]
     return lines
+
+
+def unstable_text(case: CaseResult) -> list[str]:
+    """Why a case's samples are not one steady figure (a new case's, say), where its verdict's
+    notes do not already say so (an unstable case compared with a baseline is inconclusive, and
+    its notes lead with this line)."""
+    if case.unstable is None:
+        return []
+    line = f"unstable measurement: {case.unstable}"
+    return [] if line in case.verdict.notes else [line]
 
 
 def break_text(reason: Mapping[str, Any]) -> str:
