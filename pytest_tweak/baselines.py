@@ -371,12 +371,13 @@ def broken_entry_message(path: Path, key: str, problem: str) -> str:
     )
 
 
-def resave_command(nodeid: str) -> str:
-    """The command that records one case's entry anew, and why it names the case: a
+def resave_command(*nodeids: str) -> str:
+    """The command that records these cases' entries anew, and why it names them: a
     ``--tweak-save`` run replaces the entry of every case it measures."""
+    named = " ".join(shlex.quote(nodeid) for nodeid in nodeids)
     return (
-        f"`pytest {shlex.quote(nodeid)} --tweak-save` (a --tweak-save run replaces the "
-        "entry of every case it measures, so name the case)"
+        f"`pytest {named} --tweak-save` (a --tweak-save run replaces the entry of every case "
+        f"it measures, so name the case{'s' if len(nodeids) > 1 else ''})"
     )
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .baselines import resave_command
+from .baselines import BaselineEntry, resave_command
 from .formatting import format_bytes, format_seconds, text_table
 from .measure import CaseChecks, MeasureSettings
 from .options import (
@@ -428,12 +428,13 @@ def environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
 def baseline_file_lines(
     path: object,
     skipped: Mapping[str, str],
-    saved: Mapping[str, object] | None,
+    saved: Mapping[str, BaselineEntry] | None,
     kept: int,
     save_error: str | None,
 ) -> list[tuple[str, str | None]]:
-    """The summary's word on the baseline file: its unreadable entries, and what a save did;
-    each line with its colour (``None``: plain)."""
+    """The summary's word on the baseline file: its unreadable entries, what a save did, and
+    the saved cases whose measurement was unstable (a baseline of a stepped series is
+    suspect); each line with its colour (``None``: plain)."""
     lines: list[tuple[str, str | None]] = []
     if skipped:
         lines.append(
@@ -454,6 +455,23 @@ def baseline_file_lines(
                 None,
             )
         )
+        unstable = {
+            nodeid: run.unstable
+            for nodeid, entry in saved.items()
+            for run in entry.runs[-1:]
+            if run.unstable is not None
+        }
+        if unstable:
+            again = resave_command(*sorted(unstable))
+            lines.append(
+                (
+                    f"pytest-tweak: {len(unstable)} saved case(s) measured unstable, so their "
+                    "speed baseline is suspect: "
+                    + "; ".join(f"{nodeid} ({why})" for nodeid, why in sorted(unstable.items()))
+                    + f". Record them again on a quiet machine: {again}",
+                    "yellow",
+                )
+            )
     return lines
 
 

@@ -27,11 +27,12 @@ from pytest_tweak.results import (
     SCHEMA_VERSION,
     BaselineFigures,
     CaseResult,
+    baseline_entry,
     junit_properties,
     suite_tuning,
 )
 from pytest_tweak.stats import Summary
-from pytest_tweak.terminal import summary_lines, tuning_lines
+from pytest_tweak.terminal import baseline_file_lines, summary_lines, tuning_lines
 from pytest_tweak.verdict import Change, Status, Verdict
 
 ENVIRONMENT = {"python": "3.11.7", "torch": "2.13.0+cpu", "cpu": "Test CPU", "threads": 1}
@@ -180,6 +181,31 @@ def test_an_unstable_compared_case_says_so_once_in_each_report() -> None:
     assert [text for text in markdown if line in text] == [f"- `cpu-default`: {line}"]
     assert "- `cpu-default`: measure longer" in markdown
     assert html_report([case], ENVIRONMENT).count(line) == 1
+
+
+def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
+    """A baseline of a stepped series is suspect: the summary says which saved cases stepped,
+    why, and the command that records just them again."""
+    steady, stepped = _cases()[:2]
+    stepped = dataclasses.replace(stepped, unstable="the time stepped from 1 ms to 2 ms")
+    saved = {
+        case.nodeid: entry
+        for case in (steady, stepped)
+        if (entry := baseline_entry(case)) is not None
+    }
+    assert len(saved) == 2
+    lines = baseline_file_lines("b.json", {}, saved, 0, None)
+    assert lines[0] == ("pytest-tweak: saved 2 case(s) to b.json (kept 0 other entries)", None)
+    text, colour = lines[1]
+    assert colour == "yellow" and len(lines) == 2
+    assert text.startswith(
+        f"pytest-tweak: 1 saved case(s) measured unstable, so their speed baseline is suspect: "
+        f"{stepped.nodeid} (the time stepped from 1 ms to 2 ms). Record them again"
+    )
+    assert f"`pytest '{stepped.nodeid}' --tweak-save`" in text and steady.nodeid not in text
+    # nothing is said where every saved case was steady
+    del saved[stepped.nodeid]
+    assert len(baseline_file_lines("b.json", {}, saved, 0, None)) == 1
 
 
 def test_a_case_dict_without_a_field_names_it() -> None:
