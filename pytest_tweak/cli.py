@@ -349,7 +349,7 @@ def _show(args: argparse.Namespace) -> int:
             "test",
             "device",
             "backend",
-            "config",
+            "settings",
             "runs",
             "median",
             "normalized",

@@ -85,7 +85,7 @@ def test_show_prints_a_table_with_every_entry(
     lines = out.splitlines()
     assert lines[0] == f"{path}: 2 entries"
     assert lines[1].split() == [
-        *("test", "device", "backend", "config", "runs", "median", "normalized", "speed-up"),
+        *("test", "device", "backend", "settings", "runs", "median", "normalized", "speed-up"),
         *("graph", "breaks", "recompiles", "compile", "peak", "mem", "env"),
     ]
     row_a = next(line for line in lines if line.startswith(A))
