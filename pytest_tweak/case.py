@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import sys
 import time
+import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -259,7 +263,13 @@ def run_case(
         CaseError: compiling or running the model failed.
     """
     checks = checks if checks is not None else CaseChecks()
-    phase = on_phase if on_phase is not None else _no_phase
+    told = on_phase if on_phase is not None else _no_phase
+    current = ["moving the model and inputs to the device"]
+
+    def phase(name: str) -> None:
+        current[0] = name
+        told(name)
+
     sets = [tuple(args)] if inputs is None else [_as_args(item) for item in inputs]
     if not sets:
         raise CaseError("inputs is empty: give at least one input set")
@@ -341,7 +351,7 @@ def run_case(
                     )
                     check_s += time.perf_counter() - checked
     except Exception as exc:
-        failure = _describe_failure(backend, device, exc)
+        failure = _describe_failure(backend, device, exc) + _where_raised(exc, current[0])
     if failure is not None:
         # Out of the except block, the exception and the tensors its frames held are gone:
         # drop the failed case's compiled code and hand the device allocator's cached blocks
@@ -389,6 +399,48 @@ PHASES = ("compiling", "checking accuracy", "warming up", "measuring", "measurin
 
 def _no_phase(phase: str) -> None:
     return None
+
+
+#: Frames of these packages are left out of a failed case's traceback: the model's own are
+#: what a person can change.
+_LIBRARY_DIRS = tuple(
+    str(Path(module.__file__).resolve().parent) + os.sep
+    for module in (torch, sys.modules[__name__.rpartition(".")[0]])
+    if module.__file__ is not None
+)
+
+#: The most frames of the model's code a failure shows (innermost last).
+_MAX_FRAMES = 8
+
+
+def _where_raised(exc: BaseException, phase: str) -> str:
+    """The phase a case failed in and the model's frames of the traceback (torch's and
+    pytest-tweak's left out), as text to append to its failure: the exception object itself
+    is dropped so the memory its frames hold is freed. Raised inside torch (an error in a
+    torch call, a warning turned into an error), the innermost frames follow."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    own = [f for f in frames if not str(Path(f.filename).resolve()).startswith(_LIBRARY_DIRS)]
+    lines = [f"\nraised while {phase}"]
+    if own:
+        lines[0] += "; the model's code (torch's and pytest-tweak's frames left out):"
+        lines += _frame_lines(own[-_MAX_FRAMES:])
+    after = frames[[id(f) for f in frames].index(id(own[-1])) + 1 :] if own else frames
+    inside = bool(after)
+    if inside and "from user code:" not in str(exc):  # dynamo's errors name the user's line
+        lines.append("innermost frames, inside torch:" if own else "")
+        lines[0] += "" if own else "; innermost frames (none is the model's code):"
+        lines += _frame_lines(after[-3:])
+    if isinstance(exc, Warning) and inside:
+        lines.append(
+            f"a warning turned into an error (-W error or filterwarnings = error) inside "
+            f"torch: let torch's own through with 'ignore::{type(exc).__name__}:torch.*' in "
+            "filterwarnings"
+        )
+    return "\n".join(line for line in lines if line)
+
+
+def _frame_lines(frames: list[traceback.FrameSummary]) -> list[str]:
+    return [line.rstrip("\n") for line in traceback.format_list(frames)]
 
 
 @functools.cache

@@ -76,6 +76,15 @@ def test_faults_fail_their_own_tests_with_the_reason_and_disturb_no_other(
             "value(s) of 32768*",
         ]
     )
+    # the exception's phase and the model's own frames, as a traceback would show them
+    result.stdout.fnmatch_lines(
+        [
+            "raised while compiling; the model's code (torch's and pytest-tweak's frames left "
+            "out):",
+            '  File "*test_faults.py", line *, in forward',
+            '    raise ValueError("the model itself failed")',
+        ]
+    )
     for name in ("steady_before", "steady_after"):
         line = next(x for x in result.outlines if f"test_{name}" in x and "cpu" in x)
         assert line.split()[-1] in ("unchanged", "inconclusive", "improved"), line
@@ -97,3 +106,64 @@ def test_a_nan_anywhere_in_a_nested_output_is_named(pytester: pytest.Pytester, r
     result.stdout.fnmatch_lines(
         ["*the model's output[[]'parts'[]][[]1[]] holds 4 NaN value(s) of 4*"]
     )
+
+
+def test_a_warning_made_an_error_names_where_and_inside_torch_the_filter(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """Under ``-W error`` a warning fails the case like any exception: raised by the model,
+    the failure shows the model's frames; raised inside torch while it compiles (as torch's
+    own deprecation warnings are; here a function compiled under torch's folder stands in for
+    torch), the innermost frames and the filter that lets torch's warnings through."""
+    pytester.makepyfile("""
+        import os, warnings, torch
+
+        TORCH_SIDE = {}
+        exec(compile(
+            "import warnings\\ndef warn():\\n    warnings.warn('inside torch', ResourceWarning)",
+            os.path.join(os.path.dirname(torch.__file__), "_stand_in.py"), "exec"), TORCH_SIDE)
+
+        class Warns(torch.nn.Module):
+            def __init__(self, torch_side):
+                super().__init__()
+                self.torch_side = torch_side
+
+            def forward(self, x):
+                if self.torch_side:
+                    TORCH_SIDE["warn"]()
+                else:
+                    warnings.warn("the model's own", ResourceWarning)
+                return x + 1
+
+        def test_model_warns(tweak):
+            tweak.benchmark(Warns(False), torch.ones(4))
+
+        def test_torch_warns(tweak):
+            tweak.benchmark(Warns(True), torch.ones(4))
+    """)
+    result = run_suite("-W", "error::ResourceWarning")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-tweak: inductor-default on cpu: ResourceWarning: the model's own",
+            "raised while compiling; the model's code (torch's and pytest-tweak's frames left "
+            "out):",
+            "*in forward",
+            '*warnings.warn("the model\'s own", ResourceWarning)',
+        ]
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-tweak: inductor-default on cpu: ResourceWarning: inside torch",
+            "raised while compiling; the model's code (torch's and pytest-tweak's frames left "
+            "out):",
+            "*in forward",
+            '    TORCH_SIDE["warn"]()',
+            "innermost frames, inside torch:",
+            '  File "*_stand_in.py", line 3, in warn',
+            "a warning turned into an error (-W error or filterwarnings = error) inside torch: "
+            "let torch's own through with 'ignore::ResourceWarning:torch.*' in filterwarnings",
+        ]
+    )
+    model_own = result.stdout.str().split("test_torch_warns")[0]
+    assert "inside torch" not in model_own and "filterwarnings" not in model_own
