@@ -84,7 +84,10 @@ def parametrize(
                         None if found.available else found.reason,
                     ),
                     id=f"{device}-{registry.case_id(name, config)}",
-                    marks=[] if reason is None else [pytest.mark.skip(reason=reason)],
+                    # the case's device as its marker, so that `-m "not cuda"` leaves out
+                    # the cuda cases of a test that names no device
+                    marks=[getattr(pytest.mark, device)]
+                    + ([] if reason is None else [pytest.mark.skip(reason=reason)]),
                 )
             )
     if not params:

@@ -152,6 +152,34 @@ def test_collect_ids_cover_selected_and_supported_devices(
     )
 
 
+def test_each_case_carries_its_device_marker_for_m_expressions(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """`-m "not cuda"`, the usual way to leave out GPU tests, leaves out the cuda cases of a
+    test that names no device too, and then the run does not fail for a missing cuda."""
+    pytester.makepyfile(
+        test_ids="""
+        import pytest
+
+        def test_any(tweak): pass
+
+        @pytest.mark.cuda
+        def test_cuda_only(tweak): pass
+    """
+    )
+    result = run_suite("--collect-only", "-q", "--tweak-device=cpu,cuda", "-m", "cuda")
+    result.stdout.fnmatch_lines(
+        ["test_ids.py::test_any[[]cuda-default[]]", "test_ids.py::test_cuda_only[[]cuda-default[]]"]
+    )
+    assert "cpu-default" not in result.stdout.str()
+    result = run_suite("--collect-only", "-q", "--tweak-device=cpu,cuda", "-m", "not cuda")
+    result.stdout.fnmatch_lines(["test_ids.py::test_any[[]cpu-default[]]", "*(2 deselected)*"])
+    assert "cuda-default" not in result.stdout.str()
+    result = run_suite("--tweak-device=cpu,cuda", "-m", "not cuda", "--strict-markers")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert result.ret == pytest.ExitCode.OK
+
+
 def test_unavailable_devices_skip_naming_the_device_and_the_check(
     pytester: pytest.Pytester, run_suite
 ) -> None:
