@@ -32,6 +32,7 @@ class TweakCase:
         config: The backend's config.
         limits: Graph-break, recompile and CUDA-graph-skip limits (marker over options).
         unavailable: Why torch cannot use the device (the case is skipped), or None.
+        id: Its id in the test id (``cpu-default``).
     """
 
     device: str
@@ -39,6 +40,10 @@ class TweakCase:
     config: Any
     limits: Limits
     unavailable: str | None = None
+    id: str = ""
+
+    def __str__(self) -> str:
+        return self.id
 
 
 def case_of(item: pytest.Item) -> TweakCase | None:
@@ -74,6 +79,7 @@ def parametrize(
                 if not found.available
                 else registry.spec(name).skip_reason(name, device)
             )
+            case_id = f"{device}-{registry.case_id(name, config)}"
             params.append(
                 pytest.param(
                     TweakCase(
@@ -82,8 +88,9 @@ def parametrize(
                         config,
                         limits,
                         None if found.available else found.reason,
+                        case_id,
                     ),
-                    id=f"{device}-{registry.case_id(name, config)}",
+                    id=case_id,
                     # the case's device as its marker, so that `-m "not cuda"` leaves out
                     # the cuda cases of a test that names no device
                     marks=[getattr(pytest.mark, device)]

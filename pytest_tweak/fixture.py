@@ -181,12 +181,15 @@ class TweakFixture:
     def __repr__(self) -> str:
         return f"<tweak device={self.device} backend={self.backend_name} config={self.config.id}>"
 
-    def _teardown(self) -> None:
+    def _teardown(self, benchmark: Any) -> None:
         """After a case that failed to run: by teardown, the frames of the failure (and the
         reference cycles through them) are gone, so collecting now hands the failed model's
-        device memory back before the next test starts."""
+        device memory back before the next test starts. pytest-benchmark's fixture, which
+        this one asks for, is not blamed for going unused in a test that only compiled."""
         if self._case_failed:
             release_memory(self.device)
+        if getattr(benchmark, "_mode", "") is None:  # pytest-benchmark: never used
+            benchmark.skipped = True  # its teardown then keeps its "not used at all" warning
 
     def compile(self, model: Callable[..., Any]) -> Callable[..., Any]:
         """Move ``model`` to this case's device and compile it with this case's config."""
@@ -239,6 +242,16 @@ class TweakFixture:
         options = self._session.options
         self._check_baseline()
         benchmark = self._request.getfixturevalue("benchmark")
+        if getattr(benchmark, "_mode", None):  # pytest-benchmark: used by the test already
+            pytest.fail(
+                f"pytest-tweak: this test already timed something with pytest-benchmark's "
+                f"`benchmark` fixture ({benchmark._mode}), and tweak.benchmark() times through "
+                "that same fixture, which times once per test: time the model and the other "
+                "code in separate tests",
+                pytrace=False,
+            )
+        # pytest-benchmark records the test's parameters: the case's id, not its repr
+        benchmark.params = {**(benchmark.params or {}), "tweak": str(self._request.param)}
         runner = _PedanticRunner(benchmark, measure=not benchmarks_disabled(self._request.config))
         status = self._status
         on_phase = None

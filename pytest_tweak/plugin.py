@@ -324,10 +324,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
+def tweak(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[TweakFixture]:
     """One (device, backend, config) case: ``tweak.benchmark(model, *args)`` compiles, warms
     up, times and counts; ``tweak.device``, ``tweak.config``, ``tweak.backend``,
-    ``tweak.compile(model)``."""
+    ``tweak.compile(model)``. It times through pytest-benchmark's ``benchmark``, so that
+    ``--benchmark-only`` and ``--benchmark-skip`` count its cases as benchmarks."""
     from .backends import Backend
     from .devices import device_count, worker_device
     from .fixture import TweakFixture
@@ -367,7 +368,7 @@ def tweak(request: pytest.FixtureRequest) -> Iterator[TweakFixture]:
         status=None if progress is None else progress.show,
     )
     yield fixture
-    fixture._teardown()
+    fixture._teardown(benchmark)
 
 
 def _progress_line(config: pytest.Config) -> ProgressLine | None:

@@ -683,6 +683,66 @@ def test_benchmark_json_holds_every_case_with_tweak_metrics(
     assert stats["rounds"] >= 5 and stats["median"] > 0
 
 
+def test_pytest_benchmarks_own_options_count_tweak_cases_as_benchmarks(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """``--benchmark-only`` runs the tweak cases beside the ``benchmark`` tests, and
+    ``--benchmark-skip`` skips them before their body runs; pytest-benchmark records a case's
+    id as its parameter, does not warn about a tweak test that only compiles, and a test that
+    used ``benchmark`` itself is told so before anything compiles."""
+    pytester.makepyfile(
+        test_mix="""
+        import pathlib, torch
+
+        def test_micro(benchmark):
+            benchmark(sum, range(10))
+
+        def test_model(tweak):
+            pathlib.Path("body-ran").touch()
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+
+        def test_compiles_only(tweak):
+            assert tweak.compile(torch.nn.Linear(4, 4))(torch.randn(2, 4)).shape == (2, 4)
+
+        def test_plain():
+            pass
+    """
+    )
+    result = run_suite("--benchmark-only", "-k", "not compiles", "--benchmark-json=b.json")
+    result.assert_outcomes(passed=2, skipped=1, deselected=1)
+    params = {
+        b["name"]: b["params"]
+        for b in json.loads((pytester.path / "b.json").read_text())["benchmarks"]
+    }
+    assert params == {"test_micro": None, "test_model[cpu-default]": {"tweak": "cpu-default"}}
+    (pytester.path / "body-ran").unlink()
+    result = run_suite("--benchmark-skip", "-rs")
+    result.assert_outcomes(passed=1, skipped=3)
+    assert not (pytester.path / "body-ran").exists()
+    result = run_suite("-k", "compiles")
+    result.assert_outcomes(passed=1)
+    assert "not used at all" not in result.stdout.str()
+    pytester.makepyfile(
+        test_mix="""
+        import torch
+
+        def test_both(benchmark, tweak):
+            benchmark(sum, range(10))
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """
+    )
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: this test already timed something with pytest-benchmark's "
+            "`benchmark` fixture (benchmark(...)), and tweak.benchmark() times through that "
+            "same fixture, which times once per test: time the model and the other code in "
+            "separate tests"
+        ]
+    )
+
+
 def test_benchmark_disable_runs_each_case_once_and_skips_the_comparison(
     pytester: pytest.Pytester, run_suite
 ) -> None:
