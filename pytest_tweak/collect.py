@@ -19,7 +19,7 @@ from .options import LIMIT_KEYS, TweakOptions
 from .registry import DEFAULT_BACKEND, BackendRegistry
 from .verdict import Limits
 
-__all__ = ["TweakCase", "case_of", "parametrize"]
+__all__ = ["NO_DEVICE", "TweakCase", "case_of", "parametrize", "selects_tweak"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,24 @@ class TweakCase:
 
     def __str__(self) -> str:
         return self.id
+
+
+class _NoDevice:
+    """The parameter of a test that no selected device supports (it is skipped)."""
+
+    def __repr__(self) -> str:
+        return "no-device"
+
+
+NO_DEVICE = _NoDevice()
+
+
+def selects_tweak(item: pytest.Item) -> bool:
+    """Whether ``item`` is a test of pytest-tweak's: one of its cases, or a test that no
+    selected device supports."""
+    callspec = getattr(item, "callspec", None)
+    value = callspec.params.get("tweak") if callspec is not None else None
+    return value is NO_DEVICE or isinstance(value, TweakCase)
 
 
 def case_of(item: pytest.Item) -> TweakCase | None:
@@ -102,7 +120,7 @@ def parametrize(
             f"supports {', '.join(supported)}; selected by --tweak-device: "
             f"{', '.join(options.devices)}"
         )
-        params = [pytest.param(None, id="no-device", marks=pytest.mark.skip(reason=reason))]
+        params = [pytest.param(NO_DEVICE, id="no-device", marks=pytest.mark.skip(reason=reason))]
     metafunc.parametrize("tweak", params, indirect=True)
 
 

@@ -21,7 +21,7 @@ import pytest
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
 from .citizen import ini_keys, is_own_tweak, mentions_tweak, register_device_markers, sees_own_tweak
-from .collect import TweakCase, case_of, parametrize
+from .collect import TweakCase, case_of, parametrize, selects_tweak
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
 from .options import (
@@ -291,7 +291,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """When a collected test uses ``tweak``: read the baseline file, and take the environment
     fingerprint."""
     cases = [case_of(item) for item in session.items]
-    if not any(case is not None for case in cases):
+    if not any(selects_tweak(item) for item in session.items):
         return
     from .fingerprint import base_fingerprint
 
@@ -446,7 +446,9 @@ class _RunHooks:
             return
         cases = state.ordered_cases()
         environment = state.fingerprint or (cases[0].environment if cases else {})
-        self.report_lines += write_reports(cases, environment, state.options)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if state.reports_due(collect_only=config.option.collectonly, interrupted=interrupted):
+            self.report_lines += write_reports(cases, environment, state.options)
         missing = state.missing_device_failure()
         if missing is not None:
             self.report_lines.append((False, missing))

@@ -132,6 +132,13 @@ class RunState:
         self.finished[record.nodeid] = case
         return case
 
+    def reports_due(self, *, collect_only: bool, interrupted: bool) -> bool:
+        """Whether the report files are written: when a case ran, or when the run selected
+        one (all of them skipped, say); so a ``--collect-only``, a run of other tests only,
+        or one stopped by a collection error leaves an earlier report as it was. A case
+        selected here or by an xdist worker sets `fingerprint`."""
+        return bool(self.cases) or (bool(self.fingerprint) and not collect_only and not interrupted)
+
     def ordered_cases(self) -> list[CaseResult]:
         """The run's cases in the order they ran; under pytest-xdist, by test id."""
         cases = list(self.cases.values())

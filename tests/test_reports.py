@@ -640,20 +640,39 @@ def test_report_paths_in_the_ini_file_are_relative_to_it(pytester: pytest.Pytest
     assert config.stash[_STATE_KEY].options.json_path == pytester.path / "out" / "r.json"
 
 
-def test_a_run_without_cases_still_writes_the_reports_asked_for(
+def test_a_run_that_selected_cases_writes_the_reports_even_if_none_ran(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytester.makepyfile("def test_x(): pass")
+    """A run whose tweak cases all skipped writes the files asked for (a CI job's artifacts
+    are there), with no cases; a run that selects no tweak case (other tests, ``-k``), a
+    ``--collect-only`` and a run stopped by a collection error leave an earlier report as it
+    was, as pytest-benchmark does ("Not saving anything")."""
+    pytester.makepyfile(
+        test_gpu="import pytest\n@pytest.mark.cuda\ndef test_gpu(tweak): pass\n",
+        test_unit="def test_x(): pass",
+    )
     step_summary = pytester.path / "step_summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step_summary))
-    result = pytester.runpytest("--tweak-json=r.json", "--tweak-markdown=r.md")
-    result.assert_outcomes(passed=1)
+    args = ("--tweak-json=r.json", "--tweak-markdown=r.md")
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["tweak: *, json=*r.json, markdown=*r.md"])
     document = json.loads((pytester.path / "r.json").read_text())
     _validate(document)
     assert document["cases"] == [] and document["summary"]["cases"] == 0
     assert "No pytest-tweak case ran." in (pytester.path / "r.md").read_text()
     assert not step_summary.exists()  # a suite without cases leaves the job summary alone
+    for path in ("r.json", "r.md"):
+        (pytester.path / path).write_text("an earlier report")
+    for extra in (("test_unit.py",), ("-k", "test_x"), ("--collect-only",)):
+        result = pytester.runpytest(*args, *extra)
+        assert result.ret == pytest.ExitCode.OK, extra
+        assert "report written" not in result.stdout.str(), extra
+    pytester.makepyfile(test_broken="this is not python")
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    for path in ("r.json", "r.md"):
+        assert (pytester.path / path).read_text() == "an earlier report"
 
 
 def test_the_chart_axis_has_round_ticks_up_to_the_slowest_figure() -> None:
@@ -666,10 +685,14 @@ def test_the_chart_axis_has_round_ticks_up_to_the_slowest_figure() -> None:
 def test_a_report_that_cannot_be_written_at_the_end_is_named_and_fails_the_run(
     pytester: pytest.Pytester,
 ) -> None:
-    # the path is fine when the run starts; the test then puts a folder in its place
-    pytester.makepyfile("def test_x(tmp_path):\n    __import__('os').mkdir('r.json')\n")
-    result = pytester.runpytest("--tweak-json=r.json")
-    result.assert_outcomes(passed=1)
+    # the path is fine when the run starts; the test then puts a folder in its place (a
+    # pytest-tweak test, skipped here, makes the run one that writes its reports)
+    pytester.makepyfile(
+        "import pytest\n@pytest.mark.cuda\ndef test_gpu(tweak): pass\n"
+        "def test_x(tmp_path):\n    __import__('os').mkdir('r.json')\n"
+    )
+    result = pytester.runpytest("--tweak-json=r.json", "--tweak-device=cpu")
+    result.assert_outcomes(passed=1, skipped=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["pytest-tweak: ERROR: JSON report not written to *r.json: *"])
     assert [p.name for p in pytester.path.iterdir() if p.name.startswith(".r.json")] == []
