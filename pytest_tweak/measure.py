@@ -509,9 +509,9 @@ def step_in(samples: Sequence[float], judged: Sequence[float] | None = None) -> 
     seen = "" if judged is None else ", and its time over the reference's with it"
     return (
         f"its time stepped from {a * 1e3:.4g} ms to {b * 1e3:.4g} ms per call between the "
-        f"first and the last third of its {len(samples)} samples{seen}: a broken measurement "
-        "(a fallback to eager at dynamo's recompile limit, a cache filled or lost midway), "
-        "not noise"
+        f"first and the last third of its {len(samples)} samples{seen}: something changed "
+        "midway (often a fallback to eager at dynamo's recompile limit, or a cache filled or "
+        "lost; on a busy machine, at times a neighbour), so it is not judged as noise"
     )
 
 
