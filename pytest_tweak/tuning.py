@@ -9,7 +9,7 @@ module(x)                       # runs the winner's compiled model
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,12 +129,15 @@ def tune(
     *,
     device: torch.device | str | None = None,
     settings: MeasureSettings | None = None,
+    kwargs: Mapping[str, Any] | None = None,
 ) -> TuneResult:
     """Measure every backend of ``module.strategy`` on ``input_data`` and keep the fastest.
 
     Args:
         module: The model to tune.
         input_data: One input, or a tuple of positional inputs.
+        kwargs: Keyword inputs of every call (``attention_mask=...`` of a Hugging Face
+            model, say), moved to the device like the positional ones.
         device: Where to run; by default the device of the model's parameters.
         settings: Warm-up and timing settings; by default those of the plugin without the
             eager and reference companions (every backend is timed in the same process).
@@ -167,7 +170,7 @@ def tune(
             measurements[backend.name] = run_case(
                 module.model,
                 args,
-                {},
+                dict(kwargs or {}),
                 backend=backend,
                 device=where,
                 settings=settings,

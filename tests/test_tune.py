@@ -47,6 +47,27 @@ def test_one_backend_strategy_always_picks_its_backend() -> None:
     assert result.best.timing is not None and result.best.timing.n >= 5
 
 
+def test_tune_passes_keyword_inputs_to_every_call() -> None:
+    """A Hugging Face model takes ``input_ids=..., attention_mask=...``: keyword inputs reach
+    every backend's calls, and the winner answers the same call."""
+
+    class Masked(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 16)
+
+        def forward(self, x: torch.Tensor, *, mask: torch.Tensor) -> torch.Tensor:
+            return self.lin(x) * mask
+
+    model, x, mask = Masked().eval(), torch.randn(4, 16), torch.zeros(4, 16)
+    module = Module(model, "masked", strategy=BestOfStrategy([EagerBackend()]))
+    result = tune(module, x, settings=QUICK, kwargs={"mask": mask})
+    assert result.best.timing is not None and result.errors == {}
+    assert torch.count_nonzero(module(x, mask=mask)) == 0
+    with pytest.raises(RuntimeError, match=r"every backend failed(.|\n)*TypeError.*'mask'"):
+        tune(module, x, settings=QUICK)  # without it, each call fails as the model says
+
+
 def test_a_backend_that_fails_is_reported_and_the_rest_still_run() -> None:
     failing = TorchInductorBackend(TorchInductorBackendConfig(fullgraph=True))
     strategy = BestOfStrategy([failing, EagerBackend()])
