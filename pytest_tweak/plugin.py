@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -265,11 +264,13 @@ def _registry(config: pytest.Config) -> BackendRegistry:
 # -- collection ---------------------------------------------------------------------------
 
 
-def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> None:
-    """Register the device markers before the first test module that uses pytest-tweak's
-    ``tweak`` is imported (a suite that never does keeps its own marker rules)."""
-    config = parent.config
-    if _MARKERS_KEY not in config.stash and mentions_tweak(module_path) and sees_own_tweak(parent):
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    """Register the device markers before the first test module collected that uses
+    pytest-tweak's ``tweak`` is imported (a suite that never does keeps its marker rules)."""
+    config = collector.config
+    if _MARKERS_KEY in config.stash or not isinstance(collector, pytest.Module):
+        return
+    if mentions_tweak(collector.path) and sees_own_tweak(collector):
         register_device_markers(config)
         config.stash[_MARKERS_KEY] = True
 

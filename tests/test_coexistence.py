@@ -143,6 +143,25 @@ def test_its_markers_are_listed_once_and_its_typos_stay_errors(pytester: pytest.
     with_tweak.stdout.fnmatch_lines(["*'xpu' not found in `markers` configuration option*"])
 
 
+def test_a_file_beside_one_that_uses_tweak_keeps_its_marker_rules(
+    pytester: pytest.Pytester,
+) -> None:
+    """Run alone, a plain file's unregistered device marker stays an error under
+    ``--strict-markers`` though the next file in its folder uses ``tweak`` (pytest 9 makes a
+    node for each file of the folder, and collects only the one asked for)."""
+    pytester.makepyfile(
+        test_aa_perf="def test_perf(tweak): pass\n",
+        test_zz_plain="import pytest\n\n@pytest.mark.cpu\ndef test_x(): pass\n",
+    )
+    without = pytester.runpytest_subprocess(*STRICT, "-p", "no:tweak", "test_zz_plain.py")
+    with_tweak = pytester.runpytest_subprocess(*STRICT, "test_zz_plain.py")
+    assert without.ret == with_tweak.ret == pytest.ExitCode.INTERRUPTED
+    with_tweak.stdout.fnmatch_lines(["*'cpu' not found in `markers` configuration option*"])
+    # collected, the file that uses tweak registers them for the whole session
+    both = pytester.runpytest_subprocess(*STRICT, "--collect-only", "-q")
+    assert both.ret == pytest.ExitCode.OK
+
+
 def test_its_help_is_one_block_of_options_with_one_line_per_ini_twin(
     pytester: pytest.Pytester,
 ) -> None:
