@@ -134,8 +134,9 @@ def _changed(settings: Any, defaults: Any) -> list[str]:
 def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> str:
     """Why a case failed its baseline, with every number needed to act on it."""
     nodeid, verdict = case.nodeid, case.verdict
+    lines = [_headline(verdict, judging)]  # pytest's short summary shows this line only
     if verdict.status is Status.INCONCLUSIVE:
-        lines = [f"pytest-tweak: {nodeid} is inconclusive against {baseline_path}:"]
+        lines.append(f"pytest-tweak: {nodeid} is inconclusive against {baseline_path}:")
         if verdict.change is not None:
             lines.append(
                 f"  - {verdict.change.describe(judging.threshold_pct, judging.confidence)}"
@@ -144,7 +145,6 @@ def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> s
             "  (failing because of --tweak-fail-inconclusive); why, and what would decide it:"
         )
     else:
-        lines = []
         if verdict.failures:
             lines.append(f"pytest-tweak: {nodeid} failed, whatever its speed:")
             lines += [f"  - {failure}" for failure in verdict.failures]
@@ -157,6 +157,25 @@ def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> s
     if verdict.problems or verdict.status is Status.INCONCLUSIVE:
         lines.append(f"If the change is intended, record this case anew: {resave_command(nodeid)}.")
     return "\n".join(lines)
+
+
+def _headline(verdict: Verdict, judging: Judging) -> str:
+    """A failure's first line, the one pytest's short test summary shows: the verdict and its
+    main figure (the test id is on that line already)."""
+    change = verdict.change
+    if verdict.failures:
+        word, first = "failed, whatever its speed", verdict.failures[0]
+    elif change is not None and change.status in (Status.REGRESSED, Status.INCONCLUSIVE):
+        word = str(change.status)
+        first = (
+            f"{change.metric} {change.pct:+.1f}% ±{change.noise_pct:.1f}% "
+            f"(threshold {judging.threshold_pct:g}%)"
+        )
+    else:
+        word, first = "regressed", verdict.problems[0] if verdict.problems else "?"
+    more = len(verdict.failures) + len(verdict.problems) - (0 if word == "inconclusive" else 1)
+    tail = f" (and {more} more below)" if more > 0 else ""
+    return f"{word}: {first}{tail} [pytest-tweak]"  # the verdict first: the line is cut short
 
 
 #: A host overhead above this share of the latency is worth a word in the summary.

@@ -459,7 +459,9 @@ def test_a_failing_case_shows_the_verdict_first_and_no_torch_trace_records(
     start = lines.index(
         next(line for line in lines if line.startswith("____") and "test_gated" in line)
     )
-    assert lines[start + 1 : start + 5] == [
+    assert lines[start + 1 : start + 6] == [
+        "failed, whatever its speed: graph breaks 1 exceed the limit 0 (set by "
+        "@pytest.mark.tweak_limits) [pytest-tweak]",
         "pytest-tweak: test_quiet.py::test_gated[cpu-default] failed, whatever its speed:",
         "  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)",
         "  graph breaks (1):",

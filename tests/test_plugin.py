@@ -391,20 +391,31 @@ def test_save_then_compare_fails_exactly_the_regressed_tests(
     unchanged.assert_outcomes(passed=4)
     unchanged.stdout.fnmatch_lines(["*test_control*cpu*default*unchanged"])
 
-    for change, problem in [
+    for change, problem, headline in [
         (
             "slow",
             "*normalized time: * vs baseline * (time / reference): +*% slower (99% interval *"
             " .. *), threshold 200%, noise ±*% (1 baseline run)",
+            "regressed: normalized time +*% ±*% (threshold 200%)* [[]pytest-tweak[]]",
         ),
-        ("break", "*graph breaks 1 vs baseline 0 (+1)"),
-        ("recompile", "*recompiles * vs baseline 0 (+*)"),
+        (
+            "break",
+            "*graph breaks 1 vs baseline 0 (+1)",
+            "regressed: graph breaks 1 vs baseline 0 (+1)* [[]pytest-tweak[]]",
+        ),
+        (
+            "recompile",
+            "*recompiles * vs baseline 0 (+*)",
+            "regressed: recompiles * vs baseline 0 (+*)* [[]pytest-tweak[]]",
+        ),
     ]:
         monkeypatch.setenv("TWEAK_CHANGE", change)
         name = {"slow": "speed", "break": "breaks", "recompile": "recompiles"}[change]
         result = run_suite("--tweak-threshold=200")
         result.assert_outcomes(passed=3, failed=1)
         result.stdout.fnmatch_lines([f"FAILED test_changing.py::test_{name}[[]cpu-default[]]*"])
+        # the first line, which pytest's short summary shows, leads with the verdict
+        result.stdout.fnmatch_lines([headline])
         result.stdout.fnmatch_lines(
             [
                 f"pytest-tweak: test_changing.py::test_{name}[[]cpu-default[]] regressed against "

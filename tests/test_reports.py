@@ -32,8 +32,13 @@ from pytest_tweak.results import (
     suite_tuning,
 )
 from pytest_tweak.stats import Summary
-from pytest_tweak.terminal import baseline_file_lines, summary_lines, tuning_lines
-from pytest_tweak.verdict import Change, Status, Verdict
+from pytest_tweak.terminal import (
+    baseline_file_lines,
+    failure_message,
+    summary_lines,
+    tuning_lines,
+)
+from pytest_tweak.verdict import Change, Judging, Status, Verdict
 
 ENVIRONMENT = {"python": "3.11.7", "torch": "2.13.0+cpu", "cpu": "Test CPU", "threads": 1}
 SETTINGS = {
@@ -206,6 +211,42 @@ def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
     # nothing is said where every saved case was steady
     del saved[stepped.nodeid]
     assert len(baseline_file_lines("b.json", {}, saved, 0, None)) == 1
+
+
+def test_a_failures_first_line_leads_with_the_verdict_and_its_figure() -> None:
+    """pytest's short test summary shows a failure's first line only, after the test id: it
+    carries the verdict, the change with its noise and threshold (or the first failure), and
+    how many more problems follow."""
+    judging = Judging(threshold_pct=5.0, run_noise_pct=2.0)
+    slow = _case(
+        "test_slow",
+        "default",
+        3e-5,
+        status=Status.REGRESSED,
+        baseline_s=2e-5,
+        problems=("time: ...", "graph breaks 1 vs baseline 0 (+1)"),
+    )
+    lines = failure_message(slow, "b.json", judging).splitlines()
+    assert (
+        lines[0] == "regressed: time +50.0% ±3.0% (threshold 5%) (and 1 more below) [pytest-tweak]"
+    )
+    assert lines[1] == f"pytest-tweak: {slow.nodeid} regressed against b.json:"
+    limited = dataclasses.replace(
+        slow, verdict=Verdict(Status.NEW, failures=("graph breaks 1 exceed the limit 0",))
+    )
+    first = failure_message(limited, "b.json", judging).splitlines()[0]
+    assert first == "failed, whatever its speed: graph breaks 1 exceed the limit 0 [pytest-tweak]"
+    assert slow.verdict.change is not None
+    undecided = dataclasses.replace(
+        slow,
+        verdict=Verdict(
+            Status.INCONCLUSIVE,
+            change=dataclasses.replace(slow.verdict.change, status=Status.INCONCLUSIVE),
+            fail_inconclusive=True,
+        ),
+    )
+    first = failure_message(undecided, "b.json", judging).splitlines()[0]
+    assert first == "inconclusive: time +50.0% ±3.0% (threshold 5%) [pytest-tweak]"
 
 
 def test_a_case_dict_without_a_field_names_it() -> None:
