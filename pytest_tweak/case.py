@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -404,9 +403,7 @@ def _no_phase(phase: str) -> None:
 #: Frames of these packages are left out of a failed case's traceback: the model's own are
 #: what a person can change.
 _LIBRARY_DIRS = tuple(
-    str(Path(module.__file__).resolve().parent) + os.sep
-    for module in (torch, sys.modules[__name__.rpartition(".")[0]])
-    if module.__file__ is not None
+    str(Path(path).resolve().parent) + os.sep for path in (torch.__file__, __file__) if path
 )
 
 #: The most frames of the model's code a failure shows (innermost last).
@@ -419,24 +416,31 @@ def _where_raised(exc: BaseException, phase: str) -> str:
     is dropped so the memory its frames hold is freed. Raised inside torch (an error in a
     torch call, a warning turned into an error), the innermost frames follow."""
     frames = traceback.extract_tb(exc.__traceback__)
-    own = [f for f in frames if not str(Path(f.filename).resolve()).startswith(_LIBRARY_DIRS)]
-    lines = [f"\nraised while {phase}"]
-    if own:
-        lines[0] += "; the model's code (torch's and pytest-tweak's frames left out):"
-        lines += _frame_lines(own[-_MAX_FRAMES:])
-    after = frames[[id(f) for f in frames].index(id(own[-1])) + 1 :] if own else frames
-    inside = bool(after)
-    if inside and "from user code:" not in str(exc):  # dynamo's errors name the user's line
-        lines.append("innermost frames, inside torch:" if own else "")
-        lines[0] += "" if own else "; innermost frames (none is the model's code):"
-        lines += _frame_lines(after[-3:])
-    if isinstance(exc, Warning) and inside:
+    mine = [
+        i
+        for i, frame in enumerate(frames)
+        if not str(Path(frame.filename).resolve()).startswith(_LIBRARY_DIRS)
+    ]
+    inner = frames[mine[-1] + 1 :] if mine else frames  # the frames inside torch, innermost
+    named = "from user code:" in str(exc)  # dynamo's errors name the user's line themselves
+    if mine:
+        left_out = "torch's and pytest-tweak's frames left out"
+        lines = [f"\nraised while {phase}; the model's code ({left_out}):"]
+        lines += _frame_lines([frames[i] for i in mine[-_MAX_FRAMES:]])
+        if inner and not named:
+            lines += ["innermost frames, inside torch:", *_frame_lines(inner[-3:])]
+    elif inner and not named:
+        lines = [f"\nraised while {phase}; innermost frames (none is the model's code):"]
+        lines += _frame_lines(inner[-3:])
+    else:
+        lines = [f"\nraised while {phase}"]
+    if isinstance(exc, Warning) and inner:
         lines.append(
             f"a warning turned into an error (-W error or filterwarnings = error) inside "
             f"torch: let torch's own through with 'ignore::{type(exc).__name__}:torch.*' in "
             "filterwarnings"
         )
-    return "\n".join(line for line in lines if line)
+    return "\n".join(lines)
 
 
 def _frame_lines(frames: list[traceback.FrameSummary]) -> list[str]:

@@ -42,9 +42,6 @@ class TweakCase:
     unavailable: str | None = None
     id: str = ""
 
-    def __str__(self) -> str:
-        return self.id
-
 
 class _NoDevice:
     """The parameter of a test that no selected device supports (it is skipped)."""

@@ -251,7 +251,7 @@ class TweakFixture:
                 pytrace=False,
             )
         # pytest-benchmark records the test's parameters: the case's id, not its repr
-        benchmark.params = {**(benchmark.params or {}), "tweak": str(self._request.param)}
+        benchmark.params = {**(benchmark.params or {}), "tweak": self._request.param.id}
         runner = _PedanticRunner(benchmark, measure=not benchmarks_disabled(self._request.config))
         status = self._status
         on_phase = None

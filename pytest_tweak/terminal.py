@@ -163,6 +163,7 @@ def _headline(verdict: Verdict, judging: Judging) -> str:
     """A failure's first line, the one pytest's short test summary shows: the verdict and its
     main figure (the test id is on that line already)."""
     change = verdict.change
+    shown = 1  # of the failures and problems listed below
     if verdict.failures:
         word, first = "failed, whatever its speed", verdict.failures[0]
     elif change is not None and change.status in (Status.REGRESSED, Status.INCONCLUSIVE):
@@ -171,9 +172,12 @@ def _headline(verdict: Verdict, judging: Judging) -> str:
             f"{change.metric} {change.pct:+.1f}% ±{change.noise_pct:.1f}% "
             f"(threshold {judging.threshold_pct:g}%)"
         )
-    else:
-        word, first = "regressed", verdict.problems[0] if verdict.problems else "?"
-    more = len(verdict.failures) + len(verdict.problems) - (0 if word == "inconclusive" else 1)
+        shown = int(change.status is Status.REGRESSED)  # a regressed change is a problem
+    elif verdict.problems:
+        word, first = "regressed", verdict.problems[0]
+    else:  # a verdict of a pytest_tweak_verdict hook, without a change or a problem
+        word, first, shown = str(verdict.status), "see below", 0
+    more = len(verdict.failures) + len(verdict.problems) - shown
     tail = f" (and {more} more below)" if more > 0 else ""
     return f"{word}: {first}{tail} [pytest-tweak]"  # the verdict first: the line is cut short
 
@@ -475,10 +479,9 @@ def baseline_file_lines(
             )
         )
         unstable = {
-            nodeid: run.unstable
+            nodeid: entry.runs[-1].unstable  # the run this save made
             for nodeid, entry in saved.items()
-            for run in entry.runs[-1:]
-            if run.unstable is not None
+            if entry.runs[-1].unstable is not None
         }
         if unstable:
             again = resave_command(*sorted(unstable))
