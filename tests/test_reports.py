@@ -247,6 +247,10 @@ def test_a_failures_first_line_leads_with_the_verdict_and_its_figure() -> None:
     )
     first = failure_message(undecided, "b.json", judging).splitlines()[0]
     assert first == "inconclusive: time +50.0% ±3.0% (threshold 5%) [pytest-tweak]"
+    # a verdict of a pytest_tweak_verdict hook without a change or a problem keeps its word
+    ruled = dataclasses.replace(slow, verdict=Verdict(Status.INCONCLUSIVE, fail_inconclusive=True))
+    first = failure_message(ruled, "b.json", judging).splitlines()[0]
+    assert first == "inconclusive: see below [pytest-tweak]"
 
 
 def test_a_case_dict_without_a_field_names_it() -> None:
