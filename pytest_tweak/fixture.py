@@ -313,6 +313,9 @@ class TweakFixture:
             baseline=session.baselines.get(nodeid),
             backend=self.backend_name,
             fingerprint=session.fingerprint,
+            over_limit=self._limits.check(
+                result.graph_breaks, result.recompiles, result.cudagraph_skips
+            ),
         )
         case = session.add(record)
         info = benchmark.extra_info["tweak"]

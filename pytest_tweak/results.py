@@ -88,6 +88,8 @@ class CaseRecord:
         baseline: The baseline entry, if the file has one.
         backend: The registered name of the case's backend.
         fingerprint: The environment fingerprint of the run.
+        over_limit: What exceeds the test's limits (graph breaks, recompiles, CUDA graph
+            skips), in words.
     """
 
     nodeid: str
@@ -99,6 +101,7 @@ class CaseRecord:
     baseline: BaselineEntry | None
     backend: str = "inductor"
     fingerprint: Mapping[str, Any] = field(default_factory=dict)
+    over_limit: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,8 @@ class CaseResult:
             core (cpu, one thread); ``None`` where not seen.
         unstable: Why the case's samples are not one steady figure (its time stepped
             midway); ``None`` when they are.
+        over_limit: What exceeds the test's limits (`tweak_limits`, ``--tweak-max-*``), in
+            words; such a case does not compete in the tuning table.
         compile: ``time_s`` (the first call), ``dynamo_s``, ``inductor_s``, ``frames``,
             ``cache`` (``state``, ``hits``, ``misses``) and ``cold``.
         baseline: The baseline entry's figures; ``None`` without one.
@@ -231,6 +236,7 @@ class CaseResult:
     cudagraph_skips: tuple[str, ...] = ()
     load_share: float | None = None
     unstable: str | None = None
+    over_limit: tuple[str, ...] = ()
 
     @property
     def test(self) -> str:
@@ -318,6 +324,7 @@ class CaseResult:
             else BaselineFigures.from_entry(record.baseline),
             verdict=record.verdict,
             environment=fingerprint,
+            over_limit=tuple(record.over_limit),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -356,6 +363,7 @@ class CaseResult:
             "cudagraph_skips": list(self.cudagraph_skips),
             "load_share": self.load_share,
             "unstable": self.unstable,
+            "over_limit": list(self.over_limit),
             "baseline": None if self.baseline is None else self.baseline.to_dict(),
             "verdict": _verdict_dict(self.verdict),
             "environment": _plain(self.environment),
@@ -400,6 +408,7 @@ class CaseResult:
                 cudagraph_skips=tuple(str(r) for r in data.get("cudagraph_skips", ())),
                 load_share=_optional_float(data.get("load_share")),
                 unstable=None if data.get("unstable") is None else str(data["unstable"]),
+                over_limit=tuple(str(p) for p in data.get("over_limit", ())),
                 baseline=None if baseline is None else BaselineFigures.from_dict(baseline),
                 verdict=_verdict(data["verdict"]),
                 environment=dict(data["environment"]),
@@ -528,12 +537,13 @@ def _case_ref(case: CaseResult) -> dict[str, Any]:
 def suite_tuning(cases: Iterable[CaseResult]) -> list[TuneRow]:
     """Per test and device (in the cases' order), the fastest timed config and its margin.
 
-    Cases without timing, or whose output differed from eager's, do not compete: a wrong
-    result is not a faster one.
+    Cases without timing, whose output differed from eager's, or over one of the test's
+    limits do not compete: a wrong result is not a faster one, and a config the test forbids
+    (more graph breaks than it allows, say) is no pick.
     """
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for case in cases:
-        if case.timing is not None and case.accurate:
+        if case.timing is not None and case.accurate and not case.over_limit:
             groups.setdefault((case.test, case.device), []).append(case)
     rows = []
     for (test, device), group in groups.items():

@@ -58,8 +58,19 @@ def test_graph_break_reasons_point_at_the_user_lines_and_limits_fail_without_a_b
     pytester: pytest.Pytester, run_suite
 ) -> None:
     pytester.makepyfile(test_breaks=BREAKS_SUITE)
-    result = run_suite("-rf")
+    result = run_suite("-rf", "--tweak-json=report.json")
     result.assert_outcomes(passed=4, failed=4)
+    # the report says which cases are over their test's limit (they do not compete in tuning)
+    cases = json.loads((pytester.path / "report.json").read_text())["cases"]
+    over = {case["nodeid"].split("::")[1]: case["over_limit"] for case in cases}
+    assert len(over) == 8
+    for nodeid, problems in over.items():
+        expected = (
+            ["graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)"]
+            if nodeid.startswith("test_no_breaks")
+            else []
+        )
+        assert problems == expected, nodeid
     for name, line, code, reason, hint in [
         ("Branch", 5, "if x.sum() > 0:", "Data-dependent branching", "For the common pattern*"),
         (

@@ -310,14 +310,20 @@ def test_tuning_picks_the_fastest_config_per_test_and_device_with_its_margin() -
     assert any("+2.5% (within noise)" in line for line in lines)
 
 
-def test_tuning_skips_wrong_and_untimed_cases() -> None:
+def test_tuning_skips_wrong_untimed_and_over_limit_cases() -> None:
+    breaking = _case("test_t", "fast-but-breaks", 1e-7, graph_breaks=2)
+    over = "graph breaks 2 exceed the limit 0 (set by @pytest.mark.tweak_limits)"
     cases = [
         _case("test_t", "fast-but-wrong", 1e-6, accurate=False),
         _case("test_t", "untimed", None),
+        dataclasses.replace(breaking, over_limit=(over,)),
         _case("test_t", "default", 2e-5),
     ]
     (row,) = suite_tuning(cases)
     assert row.best.config_id == "default" and row.configs == 1
+    # without the limit the breaking config is a fair pick: it is the fastest
+    (free,) = suite_tuning([breaking, cases[-1]])
+    assert free.best.config_id == "fast-but-breaks" and free.configs == 2
     assert tuning_lines([row]) == []  # nothing to choose between: no table
 
 
