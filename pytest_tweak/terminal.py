@@ -58,7 +58,13 @@ def settings_line(options: TweakOptions, root: Path) -> str:
     baseline = options.baseline_path
     with contextlib.suppress(ValueError):
         baseline = baseline.relative_to(root)
-    parts = [f"devices={','.join(options.devices)}", f"baseline={baseline}"]
+    devices = [
+        ",".join(f"{d}:{i}" for i in options.device_pools[d]) if options.device_pools.get(d) else d
+        for d in options.devices
+    ]
+    parts = [f"devices={','.join(devices)}", f"baseline={baseline}"]
+    if options.allow_missing_device:
+        parts.append("allow-missing-device")
     if options.save:
         parts.append("save (append)" if options.append else "save")
     for name, values in (

@@ -141,6 +141,8 @@ def tune(
         device: Where to run; by default the device of the model's parameters.
         settings: Warm-up and timing settings; by default those of the plugin without the
             eager and reference companions (every backend is timed in the same process).
+            Settings given are used as they are: ``MeasureSettings(max_time_s=0.2,
+            eager=False, reference=False)`` keeps the companions out.
 
     Returns:
         The measurements and the winner; ``module`` then calls the winner's compiled model.

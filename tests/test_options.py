@@ -20,6 +20,7 @@ from pytest_tweak.options import (
     resolve_judging,
     resolve_options,
 )
+from pytest_tweak.terminal import settings_line
 
 
 def _raw(tmp_path: Path, **values: Any) -> Raw:
@@ -98,6 +99,18 @@ def test_devices_with_indices_make_the_pools_xdist_workers_take(tmp_path: Path) 
     assert options.devices == ("cuda", "cpu")
     assert options.device_pools == {"cuda": (0, 1)}
     assert options.devices_source == "--tweak-device"
+
+
+def test_the_settings_line_names_device_indices_and_allow_missing_device(tmp_path: Path) -> None:
+    options = resolve_options(
+        _raw(tmp_path, device=["cuda:1,cpu", "cuda:0"], allow_missing_device=True)
+    )
+    assert settings_line(options, tmp_path / "root") == (
+        "tweak: devices=cuda:1,cuda:0,cpu, baseline=tweak-baselines.json, allow-missing-device"
+    )
+    assert settings_line(resolve_options(_raw(tmp_path)), tmp_path / "root") == (
+        "tweak: devices=cpu, baseline=tweak-baselines.json"
+    )
 
 
 def test_paths_are_relative_to_the_command_line_or_to_the_ini_file(tmp_path: Path) -> None:
