@@ -108,6 +108,8 @@ class RunRecord:
             steady figure (a step midway), see `pytest_tweak.measure.step_in`.
         load_share: Of a new run only, never written: the share of its measurement's wall
             time other processes took its core (cpu on one thread).
+        step_floor: Of a new unstable run only, never written: its faster part's figure
+            over its median, at most 1 (`pytest_tweak.measure.Measurement.step_floor`).
     """
 
     timing: Summary
@@ -116,6 +118,7 @@ class RunRecord:
     device: Summary | None = None
     unstable: str | None = field(default=None, compare=False)
     load_share: float | None = field(default=None, compare=False)
+    step_floor: float | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         record = {

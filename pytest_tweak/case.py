@@ -170,6 +170,8 @@ class BenchmarkResult:
             ``None`` elsewhere.
         unstable: Why the case's samples are not one steady figure (its time stepped
             midway: a recompile-limit fallback to eager, a cache miss); ``None`` when steady.
+        step_floor: With ``unstable``, the faster part's figure over the run's median, at
+            most 1 (`pytest_tweak.measure.Measurement.step_floor`).
     """
 
     backend: str
@@ -206,6 +208,7 @@ class BenchmarkResult:
     cudagraph_skips: tuple[str, ...] = ()
     load_share: float | None = None
     unstable: str | None = None
+    step_floor: float | None = None
 
     @property
     def host_overhead_s(self) -> float | None:
@@ -506,6 +509,7 @@ def _figures(
         "warmup_stable": measurement.warmup.stable,
         "load_share": measurement.load_share,
         "unstable": measurement.step("case"),
+        "step_floor": measurement.step_floor("case"),
         "phases": Phases(
             compile_time_s, measurement.prepare_s, measurement.seconds, move_s, check_s
         ),

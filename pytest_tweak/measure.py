@@ -411,6 +411,20 @@ class Measurement:
         values = self.samples.get(name)
         return step_in(values, self._over_reference(name)) if values else None
 
+    def step_floor(self, name: str = "case") -> float | None:
+        """With a `step`, the faster third's median over the median of the whole series the
+        step was judged on (its time over the reference's when measured), at most 1: where
+        the run's figure would have been had it run at its faster part throughout. ``None``
+        without a step."""
+        values = self.samples.get(name)
+        if not values or self.step(name) is None:
+            return None
+        series = self._over_reference(name) or list(values)
+        thirds = _thirds_step(series)
+        if thirds is None:
+            return None
+        return min(1.0, min(thirds) / statistics.median(series))
+
     def _over_reference(self, name: str) -> list[float] | None:
         """The rounds of `normalized`; ``None`` without samples of ``name`` or a reference."""
         if not self.samples.get(name) or not self.samples.get(REFERENCE):

@@ -599,6 +599,8 @@ def run_record(figures: BenchmarkResult | CaseResult) -> RunRecord | None:
         device=figures.device_time,
         unstable=figures.unstable,
         load_share=figures.load_share,
+        # judging reads it from the live result; a saved run never keeps it
+        step_floor=None if isinstance(figures, CaseResult) else figures.step_floor,
     )
 
 

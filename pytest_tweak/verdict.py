@@ -498,6 +498,21 @@ def inconclusive_advice(
     return lines
 
 
+def _regressed_past_step(change: Change, floor: float | None, judging: Judging) -> str | None:
+    """Why a regression stands although its run stepped midway: even had the run gone at its
+    faster part throughout (``floor``, its figure over the median), the low end of the
+    change's interval is past the threshold. ``None`` when the step could hide it."""
+    if change.status is not Status.REGRESSED or floor is None:
+        return None
+    at_floor = ((1.0 + change.low_pct / 100.0) * floor - 1.0) * 100.0
+    if at_floor <= judging.threshold_pct:
+        return None
+    return (
+        f"it regressed all the same: even its faster part is at least {at_floor:+.1f}% "
+        f"against the baseline, past the {judging.threshold_pct:g}% threshold"
+    )
+
+
 def judge(
     baseline: BaselineEntry | None,
     new: RunRecord,
@@ -528,7 +543,11 @@ def judge(
         )
     if new.unstable is not None:
         notes.insert(0, f"unstable measurement: {new.unstable}")
-        change = replace(change, status=Status.INCONCLUSIVE)
+        held = _regressed_past_step(change, new.step_floor, judging)
+        if held is None:
+            change = replace(change, status=Status.INCONCLUSIVE)
+        else:
+            notes.insert(1, held)
     elif change.status is Status.INCONCLUSIVE:
         notes += inconclusive_advice(change, judging, new.load_share)
     problems: list[str] = []

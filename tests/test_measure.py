@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -434,3 +435,12 @@ def test_a_step_the_reference_took_too_is_the_machine_not_a_broken_measurement()
     assert text is not None
     assert "stepped from 1.01 ms to 1.515 ms" in text
     assert "and its time over the reference's with it" in text
+    # its faster part, on the series the step was judged on (over the reference): about the
+    # first half's ratio over the whole run's median
+    floor = fallback.step_floor("case")
+    assert floor is not None
+    first = statistics.median(c / 2e-3 for c in case[:10])
+    whole = statistics.median(c / 2e-3 for c in case)
+    assert floor == pytest.approx(first / whole)
+    assert 0.6 < floor < 0.9
+    assert machine.step_floor("case") is None  # no step: no floor

@@ -529,6 +529,35 @@ def test_an_unstable_measurement_is_not_judged_as_noise() -> None:
     assert verdict.notes[0] == "unstable measurement: its time stepped from A to B"
 
 
+def test_a_regression_too_large_for_its_step_to_hide_stands() -> None:
+    # a fallback to eager midway: the whole run is slow, its faster part too (seen as a
+    # flake: a baseline far faster than anything real judged inconclusive on a busy machine)
+    stepped = "its time stepped from A to B"
+    slow = RunRecord(timing=summary(3e-3), unstable=stepped, step_floor=0.7)
+    verdict = judge(_noisy_base(1e-3, 1e-3), slow, graph_breaks=1, recompiles=2, judging=JUDGING)
+    assert verdict.status is Status.REGRESSED and verdict.problems
+    assert verdict.notes[0] == f"unstable measurement: {stepped}"
+    assert verdict.notes[1].startswith("it regressed all the same: even its faster part is at")
+    # a step its faster part could explain: +8 % at the median, below the baseline at the floor
+    mild = replace(slow, timing=summary(1.08e-3))
+    steady = replace(mild, unstable=None)
+    assert (
+        judge(_noisy_base(1e-3, 1e-3), steady, graph_breaks=1, recompiles=2, judging=JUDGING).status
+        is Status.REGRESSED
+    )
+    verdict = judge(_noisy_base(1e-3, 1e-3), mild, graph_breaks=1, recompiles=2, judging=JUDGING)
+    assert verdict.status is Status.INCONCLUSIVE and not verdict.problems
+    # without its floor (a result made by hand) a step stays inconclusive
+    verdict = judge(
+        _noisy_base(1e-3, 1e-3),
+        replace(slow, step_floor=None),
+        graph_breaks=1,
+        recompiles=2,
+        judging=JUDGING,
+    )
+    assert verdict.status is Status.INCONCLUSIVE
+
+
 def test_unchanged_gets_no_advice() -> None:
     verdict = _judge(1e-3, 1e-3, 1e-3, 1e-3)
     assert verdict.status is Status.UNCHANGED
