@@ -298,6 +298,15 @@ class TweakFixture:
         if error is not None:
             self._case_failed = True
             runner.failed(error)
+            # counted and named in the summary and the reports, like a case with figures
+            self._session.add_error(
+                nodeid,
+                device=self.device.type,
+                backend=self.backend_name,
+                config_id=self.config.id,
+                config=self.config.describe(),
+                error=str(error),
+            )
             pytest.fail(f"pytest-tweak: {error}", pytrace=False)
         self.result = result
         session = self._session

@@ -327,6 +327,33 @@ class CaseResult:
             over_limit=tuple(record.over_limit),
         )
 
+    @classmethod
+    def of_error(
+        cls,
+        nodeid: str,
+        *,
+        device: str,
+        backend: str,
+        config_id: str,
+        config: Mapping[str, Any],
+        error: str,
+        fingerprint: Mapping[str, Any],
+    ) -> CaseResult:
+        """A case that failed before it had figures: failed, the error's first line its
+        failure (the whole error is the test's failure message)."""
+        lines = error.strip().splitlines() or ["the case failed"]
+        device_name = fingerprint.get("cpu" if device == "cpu" else device)
+        return cls(
+            nodeid=nodeid,
+            device=device,
+            device_name=None if device_name is None else str(device_name),
+            backend=backend,
+            config_id=config_id,
+            config=dict(config),
+            verdict=Verdict(Status.FAILED, failures=(lines[0],)),
+            environment=dict(fingerprint),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Builtin types only: what travels on the report and goes into the JSON report."""
         return {

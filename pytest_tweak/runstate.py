@@ -132,6 +132,31 @@ class RunState:
         self.finished[record.nodeid] = case
         return case
 
+    def add_error(
+        self,
+        nodeid: str,
+        *,
+        device: str,
+        backend: str,
+        config_id: str,
+        config: dict[str, object],
+        error: str,
+    ) -> CaseResult:
+        """Take in a case that failed before it had figures (it did not compile or run, or
+        its output held NaN): failed, with the error's first line, so that the summary and
+        the reports count it and say why."""
+        case = CaseResult.of_error(
+            nodeid,
+            device=device,
+            backend=backend,
+            config_id=config_id,
+            config=config,
+            error=error,
+            fingerprint=self.fingerprint,
+        )
+        self.finished[nodeid] = case
+        return case
+
     def reports_due(self, *, collect_only: bool, interrupted: bool) -> bool:
         """Whether the report files are written: when a case ran, or when the run selected
         one (all of them skipped, say); so a ``--collect-only``, a run of other tests only,

@@ -346,12 +346,19 @@ def _row(case: CaseResult) -> tuple[str, ...]:
         speedup_text(case),
         breaks,
         recompiles,
-        f"{float(case.compile['time_s']):.3g} s {_cache_state(case)}",
+        _compile_cell(case),
         format_bytes(case.peak_memory_bytes),
         _accuracy_cell(case.accuracy),
         change_text(case),
         str(case.verdict.status),
     )
+
+
+def _compile_cell(case: CaseResult) -> str:
+    """Compile time and cache state; ``-`` for a case that failed before it compiled."""
+    if "time_s" not in case.compile:
+        return "-"
+    return f"{float(case.compile['time_s']):.3g} s {_cache_state(case)}"
 
 
 def _accuracy_cell(accuracy: Mapping[str, Any] | None) -> str:

@@ -4,6 +4,8 @@ the cases after it run and compare with their baselines as usual."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 FAULTS_SUITE = """
@@ -64,9 +66,24 @@ def test_faults_fail_their_own_tests_with_the_reason_and_disturb_no_other(
     pytester.makepyfile(test_faults=FAULTS_SUITE)
     run_suite("--tweak-save").assert_outcomes(passed=5)  # the baselines, without faults
     monkeypatch.setenv("TWEAK_FAULTS", "1")
-    result = run_suite("--tweak-threshold=200")
+    result = run_suite("--tweak-threshold=200", "--tweak-json=r.json", "--tweak-markdown=r.md")
     # test_steady_after also checks that no failed case still holds its model
     result.assert_outcomes(passed=2, failed=3)
+    # the failed cases are counted and named in the summary and the reports
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["summary"]["cases"] == 5 and report["summary"]["failed"] == 3
+    failed = {c["nodeid"]: c for c in report["cases"] if c["verdict"]["status"] == "failed"}
+    assert sorted(n.split("::")[1].split("[")[0] for n in failed) == [
+        "test_model_raises",
+        "test_nan",
+        "test_oom",
+    ]
+    for case in failed.values():
+        assert case["outcome"] == "failed" and case["timing"] is None
+        (why,) = case["verdict"]["failures"]
+        assert why.startswith("inductor-default on cpu: ")
+    assert "3 failed" in (pytester.path / "r.md").read_text()
+    result.stdout.fnmatch_lines(["*test_model_raises*cpu*default*failed*"])
     result.stdout.fnmatch_lines_random(
         [
             "*pytest-tweak: inductor-default on cpu: RuntimeError: *DefaultCPUAllocator: "

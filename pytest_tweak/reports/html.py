@@ -380,7 +380,12 @@ def _table(group: Sequence[CaseResult]) -> str:
             ("-" if case.eager is None else format_seconds(case.eager.median), "num"),
             (_was(case.graph_breaks, baseline.graph_breaks if baseline else None), "num"),
             (_was(case.recompiles, baseline.recompiles if baseline else None), "num"),
-            (f"{float(compile_.get('time_s', 0.0)):.3g} s {escape(str(cache))}", "num"),
+            (
+                "-"
+                if "time_s" not in compile_
+                else f"{float(compile_['time_s']):.3g} s {escape(str(cache))}",
+                "num",
+            ),
             (format_bytes(case.peak_memory_bytes), "num"),
             (accuracy_text, ""),
             (escape(str(case.verdict.status)), ""),
