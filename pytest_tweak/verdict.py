@@ -431,7 +431,6 @@ def inconclusive_advice(
     baseline runs or how much longer a measurement would bring the noise under the
     threshold, or that nothing would on this machine; and whether other processes took the
     case's core while it was measured."""
-    z = normal_quantile(judging.confidence)
     threshold = math.log1p(judging.threshold_pct / 100.0)
     new_var = (change.sampling_pct / 100.0) ** 2
     prior = math.log1p(judging.run_noise_pct / 100.0) ** 2
@@ -470,6 +469,7 @@ def inconclusive_advice(
             "neighbour still slows its caches and clock)"
         )
     more = next((n for n in range(k + 1, 21) if half(n, new_var) <= threshold), None)
+    both = next((n for n in range(k + 1, 21) if half(n, new_var / 4.0) <= threshold), None)
     if new_var > measured and half(k, new_var / 4.0) <= threshold:
         lines.append(
             "this run's own samples are the noisy side: measuring 4x longer (--tweak-max-time)"
@@ -481,6 +481,13 @@ def inconclusive_advice(
             f"(--tweak-save --tweak-append, {more} in all) would bring the noise to "
             f"±{math.expm1(half(more, new_var)) * 100.0:.1f}%"
         )
+    elif both is not None:
+        lines.append(
+            f"neither alone decides it, both together would: {both - k} more baseline run(s) "
+            f"(--tweak-save --tweak-append, {both} in all) and 4x longer measurement "
+            f"(--tweak-max-time) would bring the noise to "
+            f"±{math.expm1(half(both, new_var / 4.0)) * 100.0:.1f}%"
+        )
     elif new_var > measured:
         lines.append(
             f"this run's own samples are the noisy side (±{change.sampling_pct:.1f}% one sd): "
@@ -489,11 +496,15 @@ def inconclusive_advice(
             "steady): measure much longer, or on a quieter machine"
         )
     else:
-        floor = math.expm1(z * math.sqrt(measured)) * 100.0  # half() as runs grow without end
+        # the least noise 20 baseline runs and 4x longer measurement would leave, over the
+        # threshold here (else `both` said so); never more than the noise now, which a
+        # baseline that spreads less than the configured prior can be under
+        floor = min(math.expm1(half(20, new_var / 4.0)) * 100.0, change.noise_pct)
         lines.append(
             f"neither more runs nor longer measurement decides a {judging.threshold_pct:g}% "
-            f"change here: the run-to-run noise alone is ±{floor:.1f}% at this confidence; "
-            f"raise --tweak-threshold above {floor:.1f}% or gate on a quieter machine"
+            f"change here: even 20 baseline runs and 4x longer measurement leave the noise at "
+            f"±{floor:.1f}% at this confidence; raise --tweak-threshold above {floor:.1f}% "
+            "or gate on a quieter machine"
         )
     return lines
 

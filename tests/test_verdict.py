@@ -499,6 +499,28 @@ def test_inconclusive_says_when_nothing_but_a_higher_threshold_decides_it() -> N
     assert "neither more runs nor longer measurement" in last
 
 
+@pytest.mark.parametrize("threshold", [5.0, 10.0, 20.0, 40.0])
+@pytest.mark.parametrize("sampling", [0.001, 0.02, 0.08])
+def test_inconclusive_advice_never_asks_for_a_threshold_it_is_already_over(
+    threshold: float, sampling: float
+) -> None:
+    # a user trial's baseline: three runs spread 0.96 / 1.00 / 1.18 (a noisy third run); at a
+    # 40 % threshold the advice once read "raise --tweak-threshold above 38.1%"
+    judging = Judging(threshold_pct=threshold, run_noise_pct=3.0)
+    base = _noisy_base(0.964e-3, 1.002e-3, 1.182e-3)
+    new = RunRecord(timing=summary(1.0e-3, log_sd=sampling))
+    verdict = judge(base, new, graph_breaks=1, recompiles=2, judging=judging)
+    if verdict.status is not Status.INCONCLUSIVE:
+        return
+    advice = verdict.notes[-1]
+    if "raise --tweak-threshold above" in advice:
+        floor = float(advice.split("raise --tweak-threshold above ")[1].split("%")[0])
+        assert floor > threshold, advice
+        assert floor <= verdict.change.noise_pct + 0.05, advice  # type: ignore[union-attr]
+    else:
+        assert "would bring the noise to" in advice or "4x longer" in advice, advice
+
+
 def test_inconclusive_with_wildly_noisy_samples_blames_them_not_a_zero_floor() -> None:
     # baseline runs that agree exactly, and a run whose samples scatter by ±30 %: even 4x
     # longer does not decide it; the advice once read "the run-to-run noise alone is ±0.0%;
