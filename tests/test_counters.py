@@ -410,3 +410,18 @@ def test_recompile_limit_names_the_frame() -> None:
     assert frame.startswith("forward (") and "models.py:" in frame
     # the compile the limit refused names no code object: it takes its frame's name
     assert [r.frame for r in result.recompile_reasons if not r.frame.startswith("forward (")] == []
+
+
+def test_cuda_graph_modes_on_cpu_count_no_skip() -> None:
+    # CUDA graphs do not apply on cpu: inductor counts a "skip" for every graph there
+    # (reduce-overhead on cpu once read "CUDA graphs skipped (1): ... torch gave no reason"),
+    # and a tweak_limits(cudagraph_skips=0) meant for cuda failed the cpu case
+    import torch._dynamo.utils as dynamo_utils
+
+    before = int(dynamo_utils.counters["inductor"].get("cudagraph_skips", 0))
+    result = _run(
+        torch.nn.Linear(16, 16).eval(), TorchInductorBackendConfig(mode="reduce-overhead")
+    )
+    counted = int(dynamo_utils.counters["inductor"].get("cudagraph_skips", 0)) - before
+    assert counted >= 1  # torch's own counter did count it
+    assert result.cudagraph_skips == ()
