@@ -320,6 +320,7 @@ def run_case(
     skips: list[str] = []
     measurement: Measurement | None = None
     failure: str | None = None
+    failed_compiling = False
     accuracy: Accuracy | None = None
     memory: tuple[int | None, int | None] = (None, None)
     graph_breaks = GraphBreakLog()
@@ -358,7 +359,10 @@ def run_case(
                     check_s += time.perf_counter() - checked
     except Exception as exc:
         failure = _describe_failure(backend, device, exc) + _where_raised(exc, current[0])
+        failed_compiling = current[0] == "compiling"
     if failure is not None:
+        if failed_compiling and eager_model is not None:
+            failure += _eager_too(lambda: run_all(eager_model))
         # Out of the except block, the exception and the tensors its frames held are gone:
         # drop the failed case's compiled code and hand the device allocator's cached blocks
         # back, so the next cases run, and are timed, as if this one never ran. The message
@@ -417,16 +421,44 @@ _LIBRARY_DIRS = tuple(
 _MAX_FRAMES = 8
 
 
+def _eager_too(run_eager: Callable[[], Any]) -> str:
+    """After a failure while compiling: whether the model fails uncompiled too, which puts
+    the cause in the model or its inputs (a wrong dtype, say), not in the compiler."""
+    try:
+        run_eager()
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return (
+            f"\nthe model raises uncompiled too ({type(exc).__name__}: {first}): the cause is "
+            "in the model or its inputs, not in the compiler"
+        )
+    return ""
+
+
+def _generated_dirs() -> tuple[str, ...]:
+    """Where inductor writes the code it generates: its frames are not the model's."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+    except ImportError:  # torch < 2.6
+        try:
+            from torch._inductor.runtime.runtime_utils import cache_dir
+        except ImportError:
+            return ()
+    return (str(Path(cache_dir()).resolve()) + os.sep,)
+
+
 def _where_raised(exc: BaseException, phase: str) -> str:
-    """The phase a case failed in and the model's frames of the traceback (torch's and
-    pytest-tweak's left out), as text to append to its failure: the exception object itself
-    is dropped so the memory its frames hold is freed. Raised inside torch (an error in a
-    torch call, a warning turned into an error), the innermost frames follow."""
+    """The phase a case failed in and the model's frames of the traceback (torch's,
+    pytest-tweak's and the code inductor generated left out), as text to append to its
+    failure: the exception object itself is dropped so the memory its frames hold is freed.
+    Raised inside torch (an error in a torch call, a warning turned into an error), the
+    innermost frames follow."""
     frames = traceback.extract_tb(exc.__traceback__)
+    library = _LIBRARY_DIRS + _generated_dirs()
     mine = [
         i
         for i, frame in enumerate(frames)
-        if not str(Path(frame.filename).resolve()).startswith(_LIBRARY_DIRS)
+        if not str(Path(frame.filename).resolve()).startswith(library)
     ]
     inner = frames[mine[-1] + 1 :] if mine else frames  # the frames inside torch, innermost
     named = "from user code:" in str(exc)  # dynamo's errors name the user's line themselves

@@ -5,6 +5,7 @@ the cases after it run and compare with their baselines as usual."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -184,3 +185,30 @@ def test_a_warning_made_an_error_names_where_and_inside_torch_the_filter(
     )
     model_own = result.stdout.str().split("test_torch_warns")[0]
     assert "inside torch" not in model_own and "filterwarnings" not in model_own
+
+
+def test_inputs_the_model_cannot_take_are_blamed_on_the_inputs_not_the_compiler(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    # float64 inputs to a float32 model fail inside the code inductor generated: that code
+    # once showed as "the model's code", with no word that eager fails the same way
+    pytester.makepyfile("""
+        import torch
+
+        def test_wrong_dtype(tweak):
+            model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU()).eval()
+            with torch.no_grad():
+                tweak.benchmark(model, torch.randn(4, 8, dtype=torch.float64))
+    """)
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*raised while compiling*",
+            "the model raises uncompiled too (RuntimeError: mat1 and mat2 must have the same "
+            "dtype*): the cause is in the model or its inputs, not in the compiler",
+        ]
+    )
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "torchinductor_")
+    frames = [line for line in result.outlines if line.strip().startswith("File ")]
+    assert not [line for line in frames if cache in line], frames
