@@ -441,7 +441,9 @@ def _generated_dirs() -> tuple[str, ...]:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
     except ImportError:  # torch < 2.6
         try:
-            from torch._inductor.runtime.runtime_utils import cache_dir
+            from torch._inductor.runtime.runtime_utils import (  # type: ignore[attr-defined]
+                cache_dir,
+            )
         except ImportError:
             return ()
     return (str(Path(cache_dir()).resolve()) + os.sep,)
