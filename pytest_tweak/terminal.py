@@ -33,7 +33,7 @@ from .reports.text import (
 )
 from .results import CaseResult, TuneRow
 from .runstate import LockUse
-from .verdict import Judging, Limits, Status, Verdict
+from .verdict import Change, Judging, Limits, Status, Verdict
 
 __all__ = [
     "HOST_SHARE_NOTE",
@@ -172,20 +172,39 @@ def _headline(verdict: Verdict, judging: Judging) -> str:
     shown = 1  # of the failures and problems listed below
     if verdict.failures:
         word, first = "failed, whatever its speed", verdict.failures[0]
-    elif change is not None and change.status in (Status.REGRESSED, Status.INCONCLUSIVE):
-        word = str(change.status)
-        first = (
-            f"{change.metric} {change.pct:+.1f}% ±{change.noise_pct:.1f}% "
-            f"(threshold {judging.threshold_pct:g}%)"
-        )
-        shown = int(change.status is Status.REGRESSED)  # a regressed change is a problem
-    elif verdict.problems:
+    elif change is not None and change.status is Status.REGRESSED:
+        word, first = "regressed", _change_figure(change, judging)
+    elif verdict.problems:  # regressed in its counts, compile time or memory
         word, first = "regressed", verdict.problems[0]
+    elif change is not None and change.status is Status.INCONCLUSIVE:  # fail-inconclusive
+        word, first, shown = "inconclusive", _change_figure(change, judging), 0
     else:  # a verdict of a pytest_tweak_verdict hook, without a change or a problem
         word, first, shown = str(verdict.status), "see below", 0
     more = len(verdict.failures) + len(verdict.problems) - shown
     tail = f" (and {more} more below)" if more > 0 else ""
     return f"{word}: {first}{tail} [pytest-tweak]"  # the verdict first: the line is cut short
+
+
+def _change_figure(change: Change, judging: Judging) -> str:
+    return (
+        f"{change.metric} {change.pct:+.1f}% ±{change.noise_pct:.1f}% "
+        f"(threshold {judging.threshold_pct:g}%)"
+    )
+
+
+def _status_cell(verdict: Verdict) -> str:
+    """The verdict; a regression that is not the speed's names what regressed (its time may
+    be inconclusive or unchanged beside it): ``regressed (peak memory)``."""
+    change = verdict.change
+    speed = change is not None and change.status is Status.REGRESSED
+    what = [k for k in _PROBLEM_KINDS if any(p.startswith(k) for p in verdict.problems)]
+    if verdict.status is Status.REGRESSED and what and not speed:
+        return f"regressed ({', '.join(what)})"
+    return str(verdict.status)
+
+
+#: What `pytest_tweak.verdict.judge` names a problem by, besides the time.
+_PROBLEM_KINDS = ("graph breaks", "recompiles", "compile time", "peak memory")
 
 
 #: A host overhead above this share of the latency is worth a word in the summary.
@@ -350,7 +369,7 @@ def _row(case: CaseResult) -> tuple[str, ...]:
         format_bytes(case.peak_memory_bytes),
         _accuracy_cell(case.accuracy),
         change_text(case),
-        str(case.verdict.status),
+        _status_cell(case.verdict),
     )
 
 

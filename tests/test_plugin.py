@@ -423,7 +423,9 @@ def test_save_then_compare_fails_exactly_the_regressed_tests(
             ]
         )
         result.stdout.fnmatch_lines([problem])
-        result.stdout.fnmatch_lines([f"*test_{name}*cpu*default*regressed"])
+        # an eager fallback after the recompile limit may also grow the peak memory
+        why = {"slow": "", "break": " (graph breaks)", "recompile": " (recompiles*"}[change]
+        result.stdout.fnmatch_lines([f"*test_{name}*cpu*default*regressed{why}"])
     # the graph-break failure says where the break is
     monkeypatch.setenv("TWEAK_CHANGE", "break")
     result = run_suite("--tweak-threshold=200")

@@ -251,6 +251,23 @@ def test_a_failures_first_line_leads_with_the_verdict_and_its_figure() -> None:
     ruled = dataclasses.replace(slow, verdict=Verdict(Status.INCONCLUSIVE, fail_inconclusive=True))
     first = failure_message(ruled, "b.json", judging).splitlines()[0]
     assert first == "inconclusive: see below [pytest-tweak]"
+    # regressed in memory while its time is inconclusive: the memory leads, and the summary's
+    # verdict names it (a user read "+71.9% ±139.0%  regressed" as a slower model)
+    memory = "peak memory 24.6 KiB vs baseline 14 KiB: +75%, threshold 20%"
+    grew = dataclasses.replace(
+        undecided,
+        verdict=Verdict(
+            Status.REGRESSED,
+            change=undecided.verdict.change,
+            problems=(memory,),
+        ),
+    )
+    first = failure_message(grew, "b.json", judging).splitlines()[0]
+    assert first == f"regressed: {memory} [pytest-tweak]"
+    (row,) = [line for line in summary_lines([grew]) if "test_slow" in line]
+    assert row.endswith("regressed (peak memory)")
+    (row,) = [line for line in summary_lines([slow]) if "test_slow" in line]
+    assert row.endswith(" regressed")  # a slower time needs no word
 
 
 def test_a_case_dict_without_a_field_names_it() -> None:
