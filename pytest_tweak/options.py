@@ -52,6 +52,7 @@ __all__ = [
     "TweakOptions",
     "benchmarks_disabled",
     "judging_per_device",
+    "option_warnings",
     "parse_choice",
     "parse_number",
     "parse_per_device",
@@ -684,6 +685,18 @@ def benchmarks_disabled(config: pytest.Config) -> bool:
     return bool(config.getoption("benchmark_disable", False)) and not config.getoption(
         "benchmark_enable", False
     )
+
+
+def option_warnings(raw: Raw) -> list[str]:
+    """Warnings for options that run, but not as a person likely meant them to."""
+    if raw.given("save") and raw.given("fast"):
+        return [
+            "pytest-tweak: --tweak-save with --tweak-fast records a quick look as the baseline: "
+            "short sampling (0.3 s, precision 3%) and no eager companion, so the entries carry "
+            "no speed-up over eager and later runs are judged against a noisier baseline. "
+            "Drop --tweak-fast (or tweak_fast in the ini file) to record a baseline."
+        ]
+    return []
 
 
 def unknown_ini_keys(keys: Iterable[str]) -> list[str]:

@@ -28,6 +28,7 @@ from .options import (
     OptionError,
     Raw,
     benchmarks_disabled,
+    option_warnings,
     resolve_options,
     unknown_ini_keys,
 )
@@ -161,9 +162,9 @@ def pytest_configure(config: pytest.Config) -> None:
         register_device_markers(config)  # when it collects a file that uses tweak
     for line in _MARKERS:
         config.addinivalue_line("markers", line)
-    for warning in unknown_ini_keys(ini_keys(config)):
-        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
     raw = _raw(config)
+    for warning in unknown_ini_keys(ini_keys(config)) + option_warnings(raw):
+        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
     try:
         options = resolve_options(raw)
     except OptionError as exc:

@@ -134,7 +134,7 @@ def tune(
     """Measure every backend of ``module.strategy`` on ``input_data`` and keep the fastest.
 
     Args:
-        module: The model to tune.
+        module: The model to tune, wrapped with its strategy: ``Module(model, name, strategy)``.
         input_data: One input, or a tuple of positional inputs.
         kwargs: Keyword inputs of every call (``attention_mask=...`` of a Hugging Face
             model, say), moved to the device like the positional ones.
@@ -151,7 +151,10 @@ def tune(
         RuntimeError: every backend failed (the reasons are in the message).
     """
     if not isinstance(module, Module):
-        raise TypeError(f"tune takes a Module, got {type(module).__name__}")
+        raise TypeError(
+            f"tune takes a pytest_tweak.Module (Module(model, name, strategy)), got "
+            f"{type(module).__name__}: wrap the model first"
+        )
     if settings is not None and not isinstance(settings, MeasureSettings):
         raise TypeError(
             f"tune's settings are a pytest_tweak.MeasureSettings (for example "

@@ -152,6 +152,21 @@ def test_a_misspelled_ini_key_is_named_with_the_key_it_resembles(
     )
 
 
+def test_save_with_fast_warns_that_the_baseline_is_a_quick_look(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    warned = run_suite("--tweak-save", "--tweak-fast")
+    warned.assert_outcomes(passed=1)
+    warned.stdout.fnmatch_lines(
+        ["*pytest-tweak: --tweak-save with --tweak-fast records a quick look as the baseline*"]
+    )
+    for args in (("--tweak-fast",), ("--tweak-save",)):  # either alone is what it says
+        quiet = run_suite(*args)
+        quiet.assert_outcomes(passed=1)
+        assert "quick look" not in quiet.stdout.str()
+
+
 def test_save_with_benchmarks_disabled_is_refused_before_any_test_runs(
     pytester: pytest.Pytester,
 ) -> None:

@@ -86,7 +86,8 @@ def test_strategies_check_their_input() -> None:
         BestOfStrategy([EagerBackend(), EagerBackend()])
     with pytest.raises(TypeError):
         OneBackendStrategy("inductor")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="tune takes a Module"):
+    wrap = r"tune takes a pytest_tweak.Module \(Module\(model, name, strategy\)\), got .*wrap"
+    with pytest.raises(TypeError, match=wrap):
         tune(TinyMLP(), torch.randn(1, 16))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"a list of backends, got one .*OneBackendStrategy"):
         BestOfStrategy(EagerBackend())  # type: ignore[arg-type]
