@@ -8,6 +8,12 @@ from pathlib import Path
 
 import pytest
 
+# torch is imported here, before any in-process pytester run: pytester drops the modules an
+# inner run imported when it ends, and torch's C extension cannot be imported twice in one
+# process (`pytest tests/test_bad_input.py` alone ended in "SystemError: bad call flags" and
+# a segfault).
+import torch  # noqa: F401
+
 pytest_plugins = ["pytester"]
 
 # One inductor cache for the whole test run, shared by the pytester subprocesses: a warm cache
