@@ -8,6 +8,7 @@ fails the collection of that test with a message naming what is wrong.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +158,9 @@ def _checked(
             hint = (
                 "; to select backends by name, use @pytest.mark.tweak_backends"
                 if isinstance(config, str)
+                else "; pass the configs themselves, not a list of them: "
+                "@pytest.mark.tweak_configs(*CONFIGS)"
+                if isinstance(config, (list, tuple)) and source == "tweak_configs"
                 else ""
             )
             pytest.fail(
@@ -176,8 +180,32 @@ def _checked(
     return list(cases.values())
 
 
+#: pytest-tweak's markers.
+_MARKER_NAMES = ("tweak_configs", "tweak_backends", "tweak_limits")
+
+
+def _check_marker_names(metafunc: pytest.Metafunc) -> None:
+    """A marker named like one of pytest-tweak's but not registered (``tweak_config``) fails
+    the test's collection with the name meant: unregistered, pytest only warns and the
+    marker is ignored, so the test would run with the default config."""
+    registered = {
+        line.split(":")[0].split("(")[0].strip() for line in metafunc.config.getini("markers")
+    }
+    for marker in metafunc.definition.iter_markers():
+        if marker.name in _MARKER_NAMES or marker.name in registered:
+            continue
+        close = difflib.get_close_matches(marker.name, _MARKER_NAMES, n=1, cutoff=0.8)
+        if close:
+            pytest.fail(
+                f"{metafunc.definition.nodeid}: unknown marker {marker.name}: did you mean "
+                f"{close[0]}? pytest-tweak's markers are {', '.join(_MARKER_NAMES)}",
+                pytrace=False,
+            )
+
+
 def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> list[Any]:
     """The configs the ``tweak_configs`` and ``tweak_backends`` markers ask for."""
+    _check_marker_names(metafunc)
     where = metafunc.definition.nodeid
     configs_marker = metafunc.definition.get_closest_marker("tweak_configs")
     backends_marker = metafunc.definition.get_closest_marker("tweak_backends")
@@ -203,9 +231,11 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
     names: list[str] = []
     for name in backends_marker.args:
         if name not in registry:
+            close = difflib.get_close_matches(str(name), registry.names, n=1)
             pytest.fail(
-                f"{where}: tweak_backends got unknown backend {name!r}; known: "
-                f"{', '.join(registry.names)}",
+                f"{where}: tweak_backends got unknown backend {name!r}; "
+                + (f"did you mean {close[0]!r}? " if close else "")
+                + f"known: {', '.join(registry.names)}",
                 pytrace=False,
             )
         if name not in names:

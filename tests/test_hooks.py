@@ -254,6 +254,37 @@ def test_bad_tweak_backends_arguments_are_collection_errors(
     )
 
 
+def test_marker_typos_are_collection_errors_that_name_what_was_meant(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    header = "import pytest\nfrom pytest_tweak import TorchInductorBackendConfig as C\n"
+    pytester.makepyfile(
+        test_name=header + "@pytest.mark.tweak_config(C())\ndef test_name(tweak): pass\n",
+        test_list=header + "@pytest.mark.tweak_configs([C(), C(mode='max-autotune')])\n"
+        "def test_list(tweak): pass\n",
+        test_backend=header + '@pytest.mark.tweak_backends("indcutor")\n'
+        "def test_backend(tweak): pass\n",
+        test_own=header + "@pytest.mark.tweak_config_of_mine\ndef test_own(): pass\n",
+    )
+    # a marker of the suite's own, registered, is the suite's whatever its name
+    pytester.makeini("[pytest]\nmarkers =\n    tweak_config_of_mine: the suite's own\n")
+    result = run_suite("--collect-only")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*3 errors*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_backend: tweak_backends got unknown backend 'indcutor'; did you mean "
+            "'inductor'? known: inductor, *",
+            "*test_list: tweak_configs takes * got [[]TorchInductorBackendConfig(*)[]] (list); "
+            "*; pass the configs themselves, not a list of them: "
+            "@pytest.mark.tweak_configs(*CONFIGS)",
+            "*test_name: unknown marker tweak_config: did you mean tweak_configs? "
+            "pytest-tweak's markers are tweak_configs, tweak_backends, tweak_limits",
+        ]
+    )
+    assert "test_own" not in result.stdout.str().split("short test summary")[-1]
+
+
 def test_tweak_backends_marker_is_documented(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--markers")
     result.stdout.fnmatch_lines(["@pytest.mark.tweak_backends(*names): run the test's*"])
