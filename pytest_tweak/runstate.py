@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
     from .registry import BackendRegistry
 
-__all__ = ["LockUse", "RunState"]
+__all__ = ["LockUse", "RunState", "SaveOutcome"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,17 @@ class LockUse:
     waited_s: float
 
 
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What a ``--tweak-save`` did: the entries written, the other entries the file kept, and
+    the measured cases left out because their test did not pass (its own assert, a limit, a
+    failed accuracy check)."""
+
+    saved: dict[str, BaselineEntry]
+    kept: int = 0
+    unsaved: tuple[str, ...] = ()
+
+
 class RunState:
     """Baselines in; finished cases and (with ``save``) the updated baseline file out."""
 
@@ -40,8 +51,6 @@ class RunState:
         self.skipped: dict[str, str] = {}
         #: Whether the baseline file was read (`load`).
         self.loaded = False
-        #: Entries a save kept as they were on disk (set by `save`).
-        self.kept = 0
         #: Devices asked for by name that torch cannot use: device -> (why, cases skipped).
         self.missing_devices: dict[str, tuple[str, int]] = {}
         #: The cases this process ran, as built where each ran (test id -> case), before
@@ -51,7 +60,8 @@ class RunState:
         #: pytest-xdist the controller's only view of the cases. The summary, the report
         #: files and the saved baseline entries are made from these.
         self.cases: dict[str, CaseResult] = {}
-        self.saved: dict[str, BaselineEntry] | None = None
+        #: What a save did (set by `save`).
+        self.saved: SaveOutcome | None = None
         #: Per-device timer buffers and reference workloads, shared by the run's cases.
         self.instruments = Instruments()
         #: The backends of this run; built from the plugins' contributions on first use.
@@ -183,6 +193,6 @@ class RunState:
         returns the entries written."""
         entries = self.entries_to_save()
         written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
-        self.saved = entries
-        self.kept = len(set(written) - set(entries))
+        unsaved = sorted(n for n, case in self.cases.items() if case.outcome != "passed")
+        self.saved = SaveOutcome(entries, len(set(written) - set(entries)), tuple(unsaved))
         return entries

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .baselines import BaselineEntry, resave_command
+from .baselines import resave_command
 from .formatting import format_bytes, format_seconds, text_table
 from .measure import CaseChecks, MeasureSettings
 from .options import (
@@ -32,7 +32,7 @@ from .reports.text import (
     unstable_text,
 )
 from .results import CaseResult, TuneRow
-from .runstate import LockUse
+from .runstate import LockUse, SaveOutcome
 from .verdict import Change, Judging, Limits, Status, Verdict
 
 __all__ = [
@@ -192,14 +192,17 @@ def _change_figure(change: Change, judging: Judging) -> str:
     )
 
 
-def _status_cell(verdict: Verdict) -> str:
+def _status_cell(verdict: Verdict, outcome: str | None = None) -> str:
     """The verdict; a regression that is not the speed's names what regressed (its time may
-    be inconclusive or unchanged beside it): ``regressed (peak memory)``."""
+    be inconclusive or unchanged beside it): ``regressed (peak memory)``; a test that failed
+    on its own (an assert after ``tweak.benchmark``) says so beside a verdict that passed."""
     change = verdict.change
     speed = change is not None and change.status is Status.REGRESSED
     what = [k for k in _PROBLEM_KINDS if any(p.startswith(k) for p in verdict.problems)]
     if verdict.status is Status.REGRESSED and what and not speed:
         return f"regressed ({', '.join(what)})"
+    if outcome == "failed" and not verdict.failed:
+        return f"{verdict.status}, test failed"
     return str(verdict.status)
 
 
@@ -369,7 +372,7 @@ def _row(case: CaseResult) -> tuple[str, ...]:
         format_bytes(case.peak_memory_bytes),
         _accuracy_cell(case.accuracy),
         change_text(case),
-        _status_cell(case.verdict),
+        _status_cell(case.verdict, case.outcome),
     )
 
 
@@ -483,13 +486,13 @@ def environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
 def baseline_file_lines(
     path: object,
     skipped: Mapping[str, str],
-    saved: Mapping[str, BaselineEntry] | None,
-    kept: int,
+    outcome: SaveOutcome | None,
     save_error: str | None,
 ) -> list[tuple[str, str | None]]:
-    """The summary's word on the baseline file: its unreadable entries, what a save did, and
-    the saved cases whose measurement was unstable (a baseline of a stepped series is
-    suspect); each line with its colour (``None``: plain)."""
+    """The summary's word on the baseline file: its unreadable entries, what a save did (the
+    cases it left out because their test failed included), and the saved cases whose
+    measurement was unstable (a baseline of a stepped series is suspect); each line with its
+    colour (``None``: plain)."""
     lines: list[tuple[str, str | None]] = []
     if skipped:
         lines.append(
@@ -502,7 +505,8 @@ def baseline_file_lines(
         )
     if save_error is not None:
         lines.append((f"pytest-tweak: ERROR: nothing saved: {save_error}", "red"))
-    elif saved is not None:
+    elif outcome is not None:
+        saved, kept = outcome.saved, outcome.kept
         lines.append(
             (
                 f"pytest-tweak: saved {len(saved)} case(s) to {path}"
@@ -510,6 +514,15 @@ def baseline_file_lines(
                 None,
             )
         )
+        if outcome.unsaved:
+            lines.append(
+                (
+                    f"pytest-tweak: not saved: {len(outcome.unsaved)} measured case(s) whose "
+                    f"test did not pass (a baseline records passing tests only): "
+                    + ", ".join(outcome.unsaved),
+                    "yellow",
+                )
+            )
         unstable = {
             nodeid: entry.runs[-1].unstable  # the run this save made
             for nodeid, entry in saved.items()

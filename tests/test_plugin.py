@@ -439,6 +439,37 @@ def test_save_then_compare_fails_exactly_the_regressed_tests(
     assert _baseline(baseline_file) == cases  # comparing never writes the file
 
 
+def test_a_measured_case_whose_test_fails_is_marked_in_the_summary_and_not_saved(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile("""
+        import torch
+
+        def test_ok(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+
+        def test_own_assert(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+            assert False, "the test's own check"
+    """)
+    result = run_suite("--tweak-save")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_own_assert*cpu*inductor*default*not compared, test failed",
+            "pytest-tweak: saved 1 case(s) to *tweak-baselines.json (kept 0 other entries)",
+            "pytest-tweak: not saved: 1 measured case(s) whose test did not pass (a baseline "
+            "records passing tests only): test_a_measured_case_whose_test_fails_is_marked_in_"
+            "the_summary_and_not_saved.py::test_own_assert[[]cpu-default[]]",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*test_ok*cpu*inductor*default*test failed")
+    assert list(_baseline(pytester.path / "tweak-baselines.json")) == [
+        "test_a_measured_case_whose_test_fails_is_marked_in_the_summary_and_not_saved.py::"
+        "test_ok[cpu-default]"
+    ]
+
+
 def test_save_keeps_entries_of_cases_that_did_not_run(pytester: pytest.Pytester, run_suite) -> None:
     pytester.makepyfile(test_changing=CHANGING_SUITE)
     other = {"median_s": 0.5, "graph_breaks": 2, "recompiles": 1, "device": "cuda"}

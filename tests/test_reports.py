@@ -31,6 +31,7 @@ from pytest_tweak.results import (
     junit_properties,
     suite_tuning,
 )
+from pytest_tweak.runstate import SaveOutcome
 from pytest_tweak.stats import Summary
 from pytest_tweak.terminal import (
     baseline_file_lines,
@@ -199,7 +200,7 @@ def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
         if (entry := baseline_entry(case)) is not None
     }
     assert len(saved) == 2
-    lines = baseline_file_lines("b.json", {}, saved, 0, None)
+    lines = baseline_file_lines("b.json", {}, SaveOutcome(saved), None)
     assert lines[0] == ("pytest-tweak: saved 2 case(s) to b.json (kept 0 other entries)", None)
     text, colour = lines[1]
     assert colour == "yellow" and len(lines) == 2
@@ -210,7 +211,17 @@ def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
     assert f"`pytest '{stepped.nodeid}' --tweak-save`" in text and steady.nodeid not in text
     # nothing is said where every saved case was steady
     del saved[stepped.nodeid]
-    assert len(baseline_file_lines("b.json", {}, saved, 0, None)) == 1
+    assert len(baseline_file_lines("b.json", {}, SaveOutcome(saved), None)) == 1
+    # a measured case whose test failed is named as not saved
+    unsaved = baseline_file_lines("b.json", {}, SaveOutcome(saved, 3, ("t.py::test_x",)), None)
+    assert unsaved == [
+        ("pytest-tweak: saved 1 case(s) to b.json (kept 3 other entries)", None),
+        (
+            "pytest-tweak: not saved: 1 measured case(s) whose test did not pass (a baseline "
+            "records passing tests only): t.py::test_x",
+            "yellow",
+        ),
+    ]
 
 
 def test_a_failures_first_line_leads_with_the_verdict_and_its_figure() -> None:
