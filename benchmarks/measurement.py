@@ -209,6 +209,8 @@ def _pytest(work: Path, spec: dict[str, Any], inject: bool, tag: str, *args: str
         f"--tweak-device={spec['device']}",
         f"--benchmark-json={out}",
         f"--junitxml={work / (tag + '.xml')}",
+        # in WORK, not the pytest rootdir (the repository's), so it travels with WORK
+        f"--tweak-baseline={work / 'tweak-baselines.json'}",
         *args,
     ]
     if not _installed():
@@ -685,7 +687,7 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
                 base0 = r["cases"]["slow0"]["stats"]["median"]
                 verified.append(r["cases"][name]["stats"]["median"] / base0 - 1)
                 new = _run_record(info)
-                status = _time_status(info)
+                status = _time_status(info, base_runs[name], device)
                 counts["plugin"] += status == "regressed"
                 counts["inconclusive"] += status == "inconclusive"
                 bruns = base_runs[name]
@@ -707,9 +709,17 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
                 f"{_pct(counts['inconclusive'] / n)} | {_pct(counts['pb'] / n)} |"
                 + (f" {_pct(counts['device'] / n)} |" if with_device else "")
             )
-        lines += _unchanged_verdicts(runs, kind)
+        lines += _unchanged_verdicts(runs, kind, base_runs["slow0"], device)
+        if _unbaselined(runs):
+            lines += [
+                "",
+                f"{_unbaselined(runs)} of these runs found no baseline file (the plugin said "
+                "*new*; the file then sat outside WORK and was lost between two machines): "
+                "their default verdicts above are the plugin's `judge` at the defaults, "
+                "offline, as the other columns are.",
+            ]
         if with_device:
-            lines += _unchanged_verdicts(runs, kind, base_runs["slow0"], device)
+            lines += _unchanged_verdicts(runs, kind, base_runs["slow0"], device, on_device=True)
         lines.append("")
     lines += _spread_table(results, device)
     lines += _agreement_table(results["agreement"])
@@ -740,31 +750,42 @@ def _describe(spec: dict[str, Any]) -> str:
     )
 
 
-def _time_status(info: dict[str, Any]) -> str:
+def _time_status(info: dict[str, Any], base_runs: list[Any], device: str) -> str:
     """The verdict on the case's time alone. The injected work also grows the peak memory
     (its extra columns), which the plugin rightly calls a regression of its own: counting the
-    test's whole verdict would credit the memory check with detecting a time change."""
+    test's whole verdict would credit the memory check with detecting a time change. A run
+    that found no baseline file (`new`: before 2026-12-07 the file sat outside WORK, in the
+    pytest rootdir, and was lost between two machines) is judged offline at the defaults."""
     change = info["verdict"]["change"]
-    return str(change["status"]) if change is not None else str(info["verdict"]["status"])
+    status = str(change["status"]) if change is not None else str(info["verdict"]["status"])
+    if status == "new":
+        return judge_offline(base_runs, _run_record(info), "normalized", device)
+    return status
+
+
+def _unbaselined(runs: list[dict[str, Any]]) -> int:
+    """How many runs found no baseline file (see `_time_status`)."""
+    return sum(
+        r["cases"]["slow0"]["extra_info"]["tweak"]["verdict"]["status"] == "new" for r in runs
+    )
 
 
 def _unchanged_verdicts(
     runs: list[dict[str, Any]],
     kind: str,
-    device_base: list[Any] | None = None,
-    device: str = "cuda",
+    base: list[Any],
+    device: str,
+    on_device: bool = False,
 ) -> list[str]:
-    """What the plugin said of the unchanged test (``slow0``): the share of runs per verdict,
-    against issue 18's targets (unchanged in >= 90 % of quiet runs, >= 70 % of loaded ones).
-    With ``device_base`` (the baseline's runs), what ``--tweak-metric=device`` says of them,
-    judged offline by the plugin's own `judge`."""
+    """What the plugin said of the unchanged test (``slow0``, whose baseline runs are
+    ``base``): the share of runs per verdict, against issue 18's targets (unchanged in >= 90 %
+    of quiet runs, >= 70 % of loaded ones). With ``on_device``, what
+    ``--tweak-metric=device`` says of them, judged offline by the plugin's own `judge`."""
     infos = [r["cases"]["slow0"]["extra_info"]["tweak"] for r in runs]
-    if device_base is None:
-        statuses = [_time_status(info) for info in infos]
+    if not on_device:
+        statuses = [_time_status(info, base, device) for info in infos]
     else:
-        statuses = [
-            judge_offline(device_base, _run_record(info), "device", device) for info in infos
-        ]
+        statuses = [judge_offline(base, _run_record(info), "device", device) for info in infos]
     n = len(statuses)
     target = "90%" if kind == "quiet" else "70%"
     cells = [
@@ -773,7 +794,7 @@ def _unchanged_verdicts(
     ]
     return [
         "",
-        ("With `--tweak-metric=device`, v" if device_base is not None else "V")
+        ("With `--tweak-metric=device`, v" if on_device else "V")
         + f"erdicts on the unchanged test (0% row), {n} runs: "
         f"unchanged {cells[0]}, inconclusive {cells[1]}, regressed {cells[2]}, "
         f"improved {cells[3]} (target: unchanged in >= {target}).",
