@@ -4,14 +4,14 @@ cases, and what was saved."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .measure import Instruments
 from .options import TweakOptions
 from .results import CaseRecord, CaseResult, baseline_entry, run_record
-from .verdict import Limits, case_failures
+from .verdict import Limits, baseline_too_noisy, case_failures
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
@@ -39,6 +39,9 @@ class SaveOutcome:
     saved: dict[str, BaselineEntry]
     kept: int = 0
     unsaved: tuple[str, ...] = ()
+    #: Saved cases whose baseline is too noisy to gate at their threshold: test id -> what a
+    #: run like its last one would be judged with (see `RunState.save`).
+    too_noisy: dict[str, str] = field(default_factory=dict)
 
 
 class RunState:
@@ -194,5 +197,11 @@ class RunState:
         entries = self.entries_to_save()
         written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
         unsaved = sorted(n for n, case in self.cases.items() if case.outcome != "passed")
-        self.saved = SaveOutcome(entries, len(set(written) - set(entries)), tuple(unsaved))
+        noisy = {n: why for n in entries if (why := self._too_noisy(n, written[n])) is not None}
+        self.saved = SaveOutcome(entries, len(set(written) - set(entries)), tuple(unsaved), noisy)
         return entries
+
+    def _too_noisy(self, nodeid: str, entry: BaselineEntry) -> str | None:
+        """`baseline_too_noisy` at the case's device's judging."""
+        judging = self.options.judging.get(self.cases[nodeid].device.split(":")[0])
+        return None if judging is None else baseline_too_noisy(entry, judging)

@@ -514,6 +514,20 @@ def baseline_file_lines(
                 None,
             )
         )
+        if outcome.too_noisy:
+            lines.append(
+                (
+                    f"pytest-tweak: {len(outcome.too_noisy)} saved case(s) have a baseline too "
+                    "noisy to gate at their threshold (an unchanged run would read inconclusive, "
+                    "and only a change past the interval would show): "
+                    + "; ".join(
+                        f"{n} (a run like the last: {why})"
+                        for n, why in sorted(outcome.too_noisy.items())
+                    )
+                    + ". Or raise the threshold (--tweak-threshold)",
+                    "yellow",
+                )
+            )
         if outcome.unsaved:
             lines.append(
                 (

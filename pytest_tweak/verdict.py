@@ -52,6 +52,7 @@ __all__ = [
     "Status",
     "Verdict",
     "baseline_figure",
+    "baseline_too_noisy",
     "case_failures",
     "compare",
     "for_host_weight",
@@ -685,3 +686,27 @@ def _memory_change(baseline: BaselineEntry, new: int | None, judging: Judging) -
             f"threshold {judging.memory_threshold_pct:g}%"
         )
     return None
+
+
+def baseline_too_noisy(entry: BaselineEntry, judging: Judging) -> str | None:
+    """Why ``entry`` is too noisy to gate at ``judging``'s threshold, or ``None``: its last run
+    judged against all its runs gets an interval wider than the threshold, so an unchanged
+    run like it could only read *inconclusive*. Says the interval, the runs' spread, the
+    run's own sampling, and whether more runs or longer measurement would narrow it."""
+    change = judge(entry, entry.runs[-1], graph_breaks=0, recompiles=0, judging=judging).change
+    if change is None or change.noise_pct <= judging.threshold_pct:
+        return None
+    spread = (
+        f"its {change.runs} runs spread {change.spread_pct:.1f}%"
+        if change.spread_pct is not None
+        else "one run"
+    )
+    remedy = (
+        "measure longer (--tweak-max-time)"
+        if change.sampling_pct > change.between_pct
+        else "append runs recorded on a quiet machine (--tweak-save --tweak-append)"
+    )
+    return (
+        f"±{change.noise_pct:.1f}% against {judging.threshold_pct:g}%; {spread}, "
+        f"sampling ±{change.sampling_pct:.1f}% a run: {remedy}"
+    )

@@ -470,6 +470,43 @@ def test_a_measured_case_whose_test_fails_is_marked_in_the_summary_and_not_saved
     ]
 
 
+def test_a_save_names_a_baseline_too_noisy_to_gate(pytester: pytest.Pytester, run_suite) -> None:
+    pytester.makepyfile("""
+        import torch
+
+        def test_mlp(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """)
+    # a threshold no measurement's noise comes near: the warning needs a noisy baseline
+    first = run_suite("--tweak-save", "--tweak-threshold=200")
+    first.assert_outcomes(passed=1)
+    assert "too noisy" not in first.stdout.str()
+    path = pytester.path / "tweak-baselines.json"
+    data = json.loads(path.read_text())
+    (entry,) = data["cases"].values()
+    (run,) = entry["runs"]
+    entry["runs"] = []
+    for scale in (1.0, 1.6, 0.6):  # three runs as far apart as on a busy 2-core machine
+        copy = json.loads(json.dumps(run))
+        for figure in ("timing", "normalized"):
+            for key in ("min", "q1", "median", "q3", "max"):
+                copy[figure][key] *= scale
+        entry["runs"].append(copy)
+    path.write_text(json.dumps(data))
+    appended = run_suite("--tweak-save", "--tweak-append", "--tweak-threshold=200")
+    appended.assert_outcomes(passed=1)
+    appended.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: 1 saved case(s) have a baseline too noisy to gate at their threshold "
+            "(an unchanged run would read inconclusive, and only a change past the interval "
+            "would show): test_a_save_names_a_baseline_too_noisy_to_gate.py::"
+            "test_mlp[[]cpu-default[]] (a run like the last: ±*% against 200%; its 4 runs "
+            "spread *%, sampling ±*% a run: append runs recorded on a quiet machine "
+            "(--tweak-save --tweak-append)). Or raise the threshold (--tweak-threshold)"
+        ]
+    )
+
+
 def test_save_keeps_entries_of_cases_that_did_not_run(pytester: pytest.Pytester, run_suite) -> None:
     pytester.makepyfile(test_changing=CHANGING_SUITE)
     other = {"median_s": 0.5, "graph_breaks": 2, "recompiles": 1, "device": "cuda"}

@@ -13,7 +13,14 @@ from hypothesis import strategies as st
 from pytest_tweak.baselines import BaselineEntry, RunRecord
 from pytest_tweak.formatting import format_seconds
 from pytest_tweak.stats import Summary
-from pytest_tweak.verdict import Judging, Status, baseline_figure, compare, judge
+from pytest_tweak.verdict import (
+    Judging,
+    Status,
+    baseline_figure,
+    baseline_too_noisy,
+    compare,
+    judge,
+)
 
 JUDGING = Judging(threshold_pct=5.0, run_noise_pct=1.0)
 
@@ -650,3 +657,18 @@ def test_the_device_metric_judges_device_time_and_falls_back_to_latency_with_a_n
     verdict = judge(entry(cpu_base), slower_kernels, graph_breaks=1, recompiles=2, judging=judging)
     assert verdict.change is not None and verdict.change.metric == "time"
     assert "compared latency: no device time in the baseline" in verdict.notes
+
+
+def test_a_baseline_too_noisy_to_gate_is_named_with_what_would_narrow_it() -> None:
+    steady = entry(run(1e-3), run(1.005e-3), run(0.998e-3))
+    assert baseline_too_noisy(steady, JUDGING) is None
+    spread = entry(run(1e-3), run(1.6e-3), run(0.6e-3))  # one busy run of three, and one fast
+    why = baseline_too_noisy(spread, JUDGING)
+    assert why is not None
+    assert why.startswith("±") and " against 5%; its 3 runs spread " in why
+    assert why.endswith("append runs recorded on a quiet machine (--tweak-save --tweak-append)")
+    # one run whose own samples scatter: longer measurement is what narrows it
+    scattered = entry(run(1e-3, log_sd=0.5, normalized=None))
+    why = baseline_too_noisy(scattered, JUDGING)
+    assert why is not None and "one run, sampling ±" in why
+    assert why.endswith("measure longer (--tweak-max-time)")
