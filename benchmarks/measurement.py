@@ -710,10 +710,11 @@ def render(results: dict[str, Any], args: argparse.Namespace) -> str:
                 + (f" {_pct(counts['device'] / n)} |" if with_device else "")
             )
         lines += _unchanged_verdicts(runs, kind, base_runs["slow0"], device)
-        if _unbaselined(runs):
+        unbaselined = _unbaselined(runs)
+        if unbaselined:
             lines += [
                 "",
-                f"{_unbaselined(runs)} of these runs found no baseline file (the plugin said "
+                f"{unbaselined} of these runs found no baseline file (the plugin said "
                 "*new*; the file then sat outside WORK and was lost between two machines): "
                 "their default verdicts above are the plugin's `judge` at the defaults, "
                 "offline, as the other columns are.",

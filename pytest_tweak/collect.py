@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from .citizen import registered_markers
 from .devices import DEVICES
 from .hookspec import implementers
 from .options import LIMIT_KEYS, TweakOptions
@@ -188,9 +189,7 @@ def _check_marker_names(metafunc: pytest.Metafunc) -> None:
     """A marker named like one of pytest-tweak's but not registered (``tweak_config``) fails
     the test's collection with the name meant: unregistered, pytest only warns and the
     marker is ignored, so the test would run with the default config."""
-    registered = {
-        line.split(":")[0].split("(")[0].strip() for line in metafunc.config.getini("markers")
-    }
+    registered = registered_markers(metafunc.config)
     for marker in metafunc.definition.iter_markers():
         if marker.name in _MARKER_NAMES or marker.name in registered:
             continue

@@ -198,16 +198,12 @@ def _status_cell(verdict: Verdict, outcome: str | None = None) -> str:
     on its own (an assert after ``tweak.benchmark``) says so beside a verdict that passed."""
     change = verdict.change
     speed = change is not None and change.status is Status.REGRESSED
-    what = [k for k in _PROBLEM_KINDS if any(p.startswith(k) for p in verdict.problems)]
+    what = verdict.problem_kinds
     if verdict.status is Status.REGRESSED and what and not speed:
         return f"regressed ({', '.join(what)})"
     if outcome == "failed" and not verdict.failed:
         return f"{verdict.status}, test failed"
     return str(verdict.status)
-
-
-#: What `pytest_tweak.verdict.judge` names a problem by, besides the time.
-_PROBLEM_KINDS = ("graph breaks", "recompiles", "compile time", "peak memory")
 
 
 #: A host overhead above this share of the latency is worth a word in the summary.

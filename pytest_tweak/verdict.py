@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_COMPILE_THRESHOLD_PCT",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_MEMORY_THRESHOLD_PCT",
+    "PROBLEM_KINDS",
     "Change",
     "Judging",
     "Limits",
@@ -298,6 +299,16 @@ class Verdict:
     @property
     def change_pct(self) -> float | None:
         return None if self.change is None else self.change.pct
+
+    @property
+    def problem_kinds(self) -> list[str]:
+        """What its problems other than the time are about, as `judge` names them
+        (`PROBLEM_KINDS`, in that order); a hook's own problems are not among them."""
+        return [k for k in PROBLEM_KINDS if any(p.startswith(k) for p in self.problems)]
+
+
+#: The words `judge` starts a problem with, besides the time's (its metric's name).
+PROBLEM_KINDS = ("graph breaks", "recompiles", "compile time", "peak memory")
 
 
 def compare(

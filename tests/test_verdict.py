@@ -672,3 +672,10 @@ def test_a_baseline_too_noisy_to_gate_is_named_with_what_would_narrow_it() -> No
     why = baseline_too_noisy(scattered, JUDGING)
     assert why is not None and "one run, sampling ±" in why
     assert why.endswith("measure longer (--tweak-max-time)")
+
+
+def test_problem_kinds_name_what_judge_found_besides_the_time() -> None:
+    verdict = _judge(1.25e-3, breaks=3, recompiles=5)  # the baseline has 1 and 2
+    assert len(verdict.problems) == 3  # the time, the graph breaks, the recompiles
+    assert verdict.problem_kinds == ["graph breaks", "recompiles"]
+    assert _judge(1.25e-3).problem_kinds == []  # the time alone is no kind
