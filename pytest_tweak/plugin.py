@@ -459,7 +459,7 @@ class _RunHooks:
         if not state.options.save or not state.cases:
             return
         try:
-            state.save()
+            state.save(interrupted=interrupted)
         except BaselineError as exc:
             self.save_error = str(exc)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -34,7 +34,8 @@ class LockUse:
 class SaveOutcome:
     """What a ``--tweak-save`` did: the entries written, the other entries the file kept, and
     the measured cases left out because their test did not pass (its own assert, a limit, a
-    failed accuracy check)."""
+    failed accuracy check) or, when ``interrupted``, because the run was cut short (Ctrl-C,
+    ``pytest.exit``) and nothing was written."""
 
     saved: dict[str, BaselineEntry]
     kept: int = 0
@@ -42,6 +43,7 @@ class SaveOutcome:
     #: Saved cases whose baseline is too noisy to gate at their threshold: test id -> what a
     #: run like its last one would be judged with (see `RunState.save`).
     too_noisy: dict[str, str] = field(default_factory=dict)
+    interrupted: bool = False
 
 
 class RunState:
@@ -191,9 +193,14 @@ class RunState:
                 entries[nodeid] = entry
         return entries
 
-    def save(self) -> dict[str, BaselineEntry]:
+    def save(self, *, interrupted: bool = False) -> dict[str, BaselineEntry]:
         """Merge the passed cases (this process's, or every worker's) into the baseline file;
-        returns the entries written."""
+        returns the entries written. An ``interrupted`` run writes nothing: a save cut short
+        by Ctrl-C would replace (or, appending, add to) the entries of the cases that happened
+        to finish, and the user who stopped it meant to keep the file as it was."""
+        if interrupted:
+            self.saved = SaveOutcome({}, unsaved=tuple(sorted(self.cases)), interrupted=True)
+            return {}
         entries = self.entries_to_save()
         written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
         unsaved = sorted(n for n, case in self.cases.items() if case.outcome != "passed")

@@ -501,6 +501,15 @@ def baseline_file_lines(
         )
     if save_error is not None:
         lines.append((f"pytest-tweak: ERROR: nothing saved: {save_error}", "red"))
+    elif outcome is not None and outcome.interrupted:
+        lines.append(
+            (
+                f"pytest-tweak: nothing saved: the run was interrupted, so {path} is as it "
+                f"was ({len(outcome.unsaved)} measured case(s) left out); run the save again "
+                "to record them",
+                "yellow",
+            )
+        )
     elif outcome is not None:
         saved, kept = outcome.saved, outcome.kept
         lines.append(

@@ -470,6 +470,41 @@ def test_a_measured_case_whose_test_fails_is_marked_in_the_summary_and_not_saved
     ]
 
 
+def test_an_interrupted_save_writes_nothing_and_says_so(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Ctrl-C during --tweak-save used to save the cases that had finished: their entries lost
+    # the earlier runs (or, with --tweak-append, gained one the others did not). A
+    # KeyboardInterrupt raised by the second test is that Ctrl-C, landing at a known point.
+    pytester.makepyfile("""
+        import os, torch
+
+        def test_first(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+
+        def test_second(tweak):
+            if os.environ.get("STOP_HERE"):
+                raise KeyboardInterrupt
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """)
+    run_suite("--tweak-save").assert_outcomes(passed=2)
+    path = pytester.path / "tweak-baselines.json"
+    before = path.read_bytes()
+    monkeypatch.setenv("STOP_HERE", "1")
+    result = run_suite("--tweak-save", "--tweak-append")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        [
+            f"pytest-tweak: nothing saved: the run was interrupted, so {path} is as it was "
+            "(1 measured case(s) left out); run the save again to record them",
+            "*! KeyboardInterrupt !*",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*saved 1 case(s)*")
+    assert path.read_bytes() == before
+    assert all(len(entry["runs"]) == 1 for entry in _baseline(path).values())
+
+
 def test_a_save_names_a_baseline_too_noisy_to_gate(pytester: pytest.Pytester, run_suite) -> None:
     pytester.makepyfile("""
         import torch
