@@ -356,7 +356,7 @@ def _row(case: CaseResult) -> tuple[str, ...]:
         if baseline.recompiles != case.recompiles:
             recompiles += f" (was {baseline.recompiles})"
     return (
-        case.nodeid.split("[", 1)[0],
+        case.test,  # the user's own parameters kept: test_x[16], not test_x
         case.device,
         case.backend,
         case.config_id,

@@ -173,6 +173,24 @@ def test_a_busy_or_unstable_case_says_so_in_its_plain_form_and_the_json_report()
         _validate(bad)
 
 
+def test_the_summary_keeps_the_users_own_parameters_in_the_test_column() -> None:
+    """A test parametrized by its suite (``batch``) has one summary row per parameter and
+    config: each row names its parameter, as the tuning table and the reports do (found in
+    the fifth user trial: the rows of batch 1 and 16 read alike)."""
+    one, sixteen = (
+        dataclasses.replace(
+            _case("test_mlp", "default", 1e-3), nodeid=f"test_m.py::test_mlp[cpu-default-{b}]"
+        )
+        for b in (1, 16)
+    )
+    rows = [line.split()[0] for line in summary_lines([one, sixteen])[2:4]]
+    assert rows == ["test_m.py::test_mlp[1]", "test_m.py::test_mlp[16]"]
+    # a test without parameters of its own reads as before
+    assert summary_lines([_case("test_plain", "default", 1e-3)])[2].split()[0] == (
+        "test_m.py::test_plain"
+    )
+
+
 def test_an_unstable_compared_case_says_so_once_in_each_report() -> None:
     """Compared with a baseline, an unstable case is inconclusive and its verdict's notes lead
     with the step; the summary, the markdown and the HTML say it once, not twice."""

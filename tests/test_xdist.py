@@ -72,7 +72,7 @@ def test_two_workers_measure_one_case_at_a_time_and_save_every_entry(
     )
     start = result.stdout.lines.index(next(x for x in result.stdout.lines if "tweak summary" in x))
     summary = result.stdout.lines[start:]
-    rows = [line for line in summary if line.startswith("test_parallel.py::test_case ")]
+    rows = [line for line in summary if line.startswith("test_parallel.py::test_case[")]
     assert len(rows) == 6, "\n".join(summary)
     cases = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
     assert sorted(cases) == sorted(
