@@ -363,21 +363,23 @@ def read_baselines(path: Path) -> BaselineFile:
     return found
 
 
-def broken_entry_message(path: Path, key: str, problem: str) -> str:
+def broken_entry_message(path: Path, key: str, problem: str, root: str = "") -> str:
     """Why a case whose baseline entry cannot be read fails, and how to repair the entry."""
     return (
         f"its entry in baseline file {path} cannot be read, so the case has no gate: "
         f"{problem}. The file is left as it is. Repair the entry by hand "
         f"(`python -m pytest_tweak show {path}` lists every unreadable entry), take it from "
         "a good copy of the file (`python -m pytest_tweak merge`), or record this case anew: "
-        f"{resave_command(key)}"
+        f"{resave_command(key, root=root)}"
     )
 
 
-def resave_command(*nodeids: str) -> str:
+def resave_command(*nodeids: str, root: str = "") -> str:
     """The command that records these cases' entries anew, and why it names them: a
-    ``--tweak-save`` run replaces the entry of every case it measures."""
-    named = " ".join(shlex.quote(nodeid) for nodeid in nodeids)
+    ``--tweak-save`` run replaces the entry of every case it measures. ``root``: the rootdir
+    as seen from where pytest was started (`TweakOptions.test_root`), since test ids are
+    relative to the rootdir and pytest reads its arguments relative to where it runs."""
+    named = " ".join(shlex.quote(f"{root}/{nodeid}" if root else nodeid) for nodeid in nodeids)
     return (
         f"`pytest {named} --tweak-save` (a --tweak-save run replaces the entry of every case "
         f"it measures, so name the case{'s' if len(nodeids) > 1 else ''})"

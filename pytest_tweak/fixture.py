@@ -335,7 +335,9 @@ class TweakFixture:
         if verdict.failed:
             judging = session.options.judging[self.device.type]
             pytest.fail(
-                failure_message(case, str(session.options.baseline_path), judging),
+                failure_message(
+                    case, str(session.options.baseline_path), judging, session.options.test_root
+                ),
                 pytrace=False,
             )
         return result
@@ -361,7 +363,9 @@ class TweakFixture:
         item = self._request.node
         problem = None if session.options.save else session.skipped.get(item.nodeid)
         if problem is not None:  # a save records the entry anew: no failure then
-            broken = broken_entry_message(session.options.baseline_path, item.nodeid, problem)
+            broken = broken_entry_message(
+                session.options.baseline_path, item.nodeid, problem, session.options.test_root
+            )
             return Verdict(Status.FAILED, failures=(*failures, broken))
         run = session.run_to_compare(result, compare=compare)
         if run is None:

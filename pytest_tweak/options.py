@@ -416,6 +416,10 @@ class TweakOptions:
     devices_source: str = "default"
     #: A device asked for by name that torch cannot use skips its cases without failing.
     allow_missing_device: bool = False
+    #: The rootdir as seen from the directory pytest was started in (``""`` where they are
+    #: one): test ids are relative to the rootdir, the commands the plugin prints to run
+    #: from where pytest was started.
+    test_root: str = ""
 
 
 class OptionError(ValueError):
@@ -592,8 +596,20 @@ def resolve_options(raw: Raw) -> TweakOptions:
         logs=_log_artifacts(raw),
         fingerprint_policy=raw.choice("fingerprint_policy", FINGERPRINT_POLICIES, "warn"),
         progress=raw.choice("progress", PROGRESS_MODES, "auto"),
+        test_root=_test_root(raw.rootdir, raw.invocation_dir),
         **_report_paths(raw),
     )
+
+
+def _test_root(rootdir: Path, invocation_dir: Path) -> str:
+    """``rootdir`` relative to ``invocation_dir``, ``""`` where they are one (see
+    `TweakOptions.test_root`); absolute where no relative path leads there."""
+    if rootdir.resolve() == invocation_dir.resolve():
+        return ""
+    try:
+        return os.path.relpath(rootdir, invocation_dir)
+    except ValueError:  # another drive, on Windows
+        return str(rootdir)
 
 
 def _whole(value: float) -> bool:

@@ -493,6 +493,6 @@ class _RunHooks:
                 yellow=True,
             )
         for line, colour in baseline_file_lines(
-            state.options.baseline_path, state.skipped, state.saved, self.save_error
+            state.options, state.skipped, state.saved, self.save_error
         ):
             terminalreporter.write_line(line, **({colour: True} if colour else {}))

@@ -137,8 +137,9 @@ def _changed(settings: Any, defaults: Any) -> list[str]:
 # -- a failed case ------------------------------------------------------------------------
 
 
-def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> str:
-    """Why a case failed its baseline, with every number needed to act on it."""
+def failure_message(case: CaseResult, baseline_path: str, judging: Judging, root: str = "") -> str:
+    """Why a case failed its baseline, with every number needed to act on it (``root``: as
+    `resave_command`'s)."""
     nodeid, verdict = case.nodeid, case.verdict
     lines = [_headline(verdict, judging)]  # pytest's short summary shows this line only
     if verdict.status is Status.INCONCLUSIVE:
@@ -161,7 +162,8 @@ def failure_message(case: CaseResult, baseline_path: str, judging: Judging) -> s
     lines += _reasons(case)
     lines += _figures(case)
     if verdict.problems or verdict.status is Status.INCONCLUSIVE:
-        lines.append(f"If the change is intended, record this case anew: {resave_command(nodeid)}.")
+        again = resave_command(nodeid, root=root)
+        lines.append(f"If the change is intended, record this case anew: {again}.")
     return "\n".join(lines)
 
 
@@ -480,15 +482,16 @@ def environment_line(changed: Mapping[str, Sequence[str]], policy: str) -> str:
 
 
 def baseline_file_lines(
-    path: object,
+    options: TweakOptions,
     skipped: Mapping[str, str],
     outcome: SaveOutcome | None,
     save_error: str | None,
 ) -> list[tuple[str, str | None]]:
-    """The summary's word on the baseline file: its unreadable entries, what a save did (the
-    cases it left out because their test failed included), and the saved cases whose
+    """The summary's word on ``options``' baseline file: its unreadable entries, what a save
+    did (the cases it left out because their test failed included), and the saved cases whose
     measurement was unstable (a baseline of a stepped series is suspect); each line with its
     colour (``None``: plain)."""
+    path = options.baseline_path
     lines: list[tuple[str, str | None]] = []
     if skipped:
         lines.append(
@@ -548,7 +551,7 @@ def baseline_file_lines(
             if entry.runs[-1].unstable is not None
         }
         if unstable:
-            again = resave_command(*sorted(unstable))
+            again = resave_command(*sorted(unstable), root=options.test_root)
             lines.append(
                 (
                     f"pytest-tweak: {len(unstable)} saved case(s) measured unstable, so their "

@@ -638,6 +638,40 @@ def test_a_broken_baseline_entry_fails_its_case_naming_the_repair_and_is_kept(
     assert cases["test_changing.py::test_control[cpu-default]"]["graph_breaks"] == 0
 
 
+def test_the_record_anew_command_runs_as_pasted_where_pytest_was_started(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # test ids are relative to the rootdir, pytest's arguments to where it runs: started in
+    # tests/, the printed command used to say 'tests/test_x.py::...', which pytest did not
+    # find there (found in the fifth user trial)
+    pytester.makeini("[pytest]\n")
+    tests = pytester.mkdir("tests")
+    (tests / "test_x.py").write_text(
+        "import torch\n\n"
+        "def test_x(tweak):\n"
+        "    tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))\n"
+    )
+    key = "tests/test_x.py::test_x[cpu-default]"
+    path = pytester.path / "tweak-baselines.json"
+    path.write_text(
+        json.dumps(
+            {"format": "pytest-tweak-baselines", "version": 2, "cases": {key: {"runs": "bad"}}}
+        )
+    )
+    monkeypatch.chdir(tests)
+    result = run_suite()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*record this case anew: `pytest '../tests/test_x.py::test_x[[]cpu-default[]]' "
+            "--tweak-save`*"
+        ]
+    )
+    # pasted as printed, from the same folder, it records the case
+    run_suite("../tests/test_x.py::test_x[cpu-default]", "--tweak-save").assert_outcomes(passed=1)
+    assert _baseline(path)[key]["runs"] != "bad"
+
+
 @pytest.mark.parametrize("save", [False, True])
 def test_broken_baseline_stops_the_run_and_is_never_overwritten(
     pytester: pytest.Pytester, run_suite, save: bool

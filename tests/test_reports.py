@@ -19,6 +19,7 @@ import torch
 from torch.torch_version import TorchVersion
 
 from pytest_tweak.files import write_atomic
+from pytest_tweak.options import TweakOptions
 from pytest_tweak.reports.html import html_report
 from pytest_tweak.reports.json import json_report
 from pytest_tweak.reports.markdown import markdown_report
@@ -50,6 +51,10 @@ SETTINGS = {
     "threshold_pct": {"cpu": 5.0},
     "run_noise_pct": {"cpu": 3.0},
 }
+
+
+#: A --tweak-save run's options, saving to ``b.json``.
+SAVE_TO_B = TweakOptions(devices=("cpu",), baseline_path=Path("b.json"), save=True, judging={})
 
 
 def _schema() -> dict[str, Any]:
@@ -218,7 +223,7 @@ def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
         if (entry := baseline_entry(case)) is not None
     }
     assert len(saved) == 2
-    lines = baseline_file_lines("b.json", {}, SaveOutcome(saved), None)
+    lines = baseline_file_lines(SAVE_TO_B, {}, SaveOutcome(saved), None)
     assert lines[0] == ("pytest-tweak: saved 2 case(s) to b.json (kept 0 other entries)", None)
     text, colour = lines[1]
     assert colour == "yellow" and len(lines) == 2
@@ -227,11 +232,15 @@ def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
         f"{stepped.nodeid} (the time stepped from 1 ms to 2 ms). Record them again"
     )
     assert f"`pytest '{stepped.nodeid}' --tweak-save`" in text and steady.nodeid not in text
+    # pytest started below the rootdir: the command names the test from there
+    below = dataclasses.replace(SAVE_TO_B, test_root="..")
+    text = baseline_file_lines(below, {}, SaveOutcome(saved), None)[1][0]
+    assert f"`pytest '../{stepped.nodeid}' --tweak-save`" in text
     # nothing is said where every saved case was steady
     del saved[stepped.nodeid]
-    assert len(baseline_file_lines("b.json", {}, SaveOutcome(saved), None)) == 1
+    assert len(baseline_file_lines(SAVE_TO_B, {}, SaveOutcome(saved), None)) == 1
     # a measured case whose test failed is named as not saved
-    unsaved = baseline_file_lines("b.json", {}, SaveOutcome(saved, 3, ("t.py::test_x",)), None)
+    unsaved = baseline_file_lines(SAVE_TO_B, {}, SaveOutcome(saved, 3, ("t.py::test_x",)), None)
     assert unsaved == [
         ("pytest-tweak: saved 1 case(s) to b.json (kept 3 other entries)", None),
         (
