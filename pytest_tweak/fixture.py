@@ -235,7 +235,10 @@ class TweakFixture:
     ) -> BenchmarkResult:
         if self.result is not None:
             raise RuntimeError(
-                "tweak.benchmark() can be called once per test; write one test per model"
+                "tweak.benchmark() can be called once per test, and this test has been "
+                "measured already: time one model on several inputs in one call, "
+                "tweak.benchmark_inputs(model, [x1, x2]), or write one test per model "
+                "(or @pytest.mark.parametrize the inputs: one case per input)"
             )
         started = time.perf_counter()
         nodeid = self._request.node.nodeid
