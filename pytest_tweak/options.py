@@ -664,6 +664,13 @@ def _unwritable(path: Path, example: str) -> str | None:
     """Why ``path`` cannot be written as a file (missing folders are created), or ``None``."""
     if path.is_dir():
         return f"it is a folder; name a file, e.g. {path / example}"
+    # the write replaces the file (a rename), which its own mode does not stop: check it, as
+    # `open(path, "w")` would (root passes os.access whatever the mode)
+    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        return (
+            f"the file is read-only (mode {path.stat().st_mode & 0o777:04o}); make it "
+            f"writable (chmod u+w {path}) or name another file"
+        )
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # the write creates the missing folders below this one

@@ -147,6 +147,25 @@ def test_saving_where_no_folder_can_be_made_stops_the_run(tmp_path: Path) -> Non
     assert not resolve_options(_raw(tmp_path, baseline="notes.txt/b.json")).save
 
 
+def test_saving_over_a_read_only_baseline_file_stops_the_run(tmp_path: Path) -> None:
+    # a save replaces the file by a rename, which the file's own mode does not stop: a
+    # read-only baseline was rewritten without a word (found in the fifth user trial)
+    (tmp_path / "here").mkdir()
+    path = tmp_path / "here" / "b.json"
+    path.write_text("{}")
+    path.chmod(0o444)
+    with pytest.raises(OptionError) as caught:
+        resolve_options(_raw(tmp_path, save=True, baseline="b.json"))
+    assert str(caught.value) == (
+        f"--tweak-baseline: --tweak-save cannot write baseline file {path}: the file is "
+        f"read-only (mode 0444); make it writable (chmod u+w {path}) or name another file"
+    )
+    # only read, it is fine; writable again, so is the save
+    assert not resolve_options(_raw(tmp_path, baseline="b.json")).save
+    path.chmod(0o644)
+    assert resolve_options(_raw(tmp_path, save=True, baseline="b.json")).save
+
+
 def test_fast_is_a_preset_that_explicit_options_override(tmp_path: Path) -> None:
     fast = MeasureSettings.fast()
     settings = resolve_options(_raw(tmp_path, fast=True, max_time="2")).settings
