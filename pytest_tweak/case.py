@@ -373,7 +373,7 @@ def run_case(
     nan = _nan_problem(output)
     if nan is not None:
         raise CaseError(f"{backend.name} on {device}: {nan}")
-    counts = read_counts(graph_breaks)
+    counts = read_counts(graph_breaks, type(model).__name__)
     if measurement is None:
         figures = _no_figures(compile_time_s, move_s, check_s)
     else:

@@ -34,6 +34,7 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -374,18 +375,19 @@ def recompile_limit() -> int:
     return int(value)
 
 
-def read_counts(graph_breaks: GraphBreakLog) -> CompileCounts:
+def read_counts(graph_breaks: GraphBreakLog, model: str | None = None) -> CompileCounts:
     """Count graph breaks (those ``graph_breaks`` watched), and recompiles and graphs since
-    the last `reset_dynamo`."""
+    the last `reset_dynamo`. ``model``: the compiled model's class name, which names the frame
+    dynamo compiles for a model whose ``forward`` is torch's own (`_frame_name`)."""
     breaks = graph_breaks.breaks()
     metrics = list(_dynamo_utils.get_compilation_metrics())
-    names = _frame_names(metrics)
+    names = _frame_names(metrics, model)
     recompiles = tuple(
-        Recompile(_first_line(m.recompile_reason), names.get(_frame_id(m), _frame_name(m)))
+        Recompile(_first_line(m.recompile_reason), names.get(_frame_id(m), _frame_name(m, model)))
         for m in metrics
         if m.recompile_reason is not None
     )
-    limit_frames = _limit_frames(metrics)
+    limit_frames = _limit_frames(metrics, model)
     graphs = int(_dynamo_utils.counters["stats"].get("unique_graphs", 0))
     inductor = _dynamo_utils.counters["inductor"]
     return CompileCounts(
@@ -404,15 +406,15 @@ def read_counts(graph_breaks: GraphBreakLog) -> CompileCounts:
     )
 
 
-def _limit_frames(metrics: list[Any]) -> tuple[str, ...]:
+def _limit_frames(metrics: list[Any], model: str | None = None) -> tuple[str, ...]:
     """The frames whose recompile limit was hit. The failing entry names no code object; its
     ``compile_id`` (``frame/attempt``) ties it to the frame's earlier compiles, which do."""
 
-    names = _frame_names(metrics)
+    names = _frame_names(metrics, model)
     found = []
     for metric in metrics:
         if _is_limit_failure(metric.fail_reason):
-            found.append(names.get(_frame_id(metric), _frame_name(metric)))
+            found.append(names.get(_frame_id(metric), _frame_name(metric, model)))
     return tuple(dict.fromkeys(found))
 
 
@@ -420,10 +422,10 @@ def _frame_id(metric: Any) -> str:
     return str(getattr(metric, "compile_id", "") or "").strip("[]").split("/")[0]
 
 
-def _frame_names(metrics: list[Any]) -> dict[str, str]:
+def _frame_names(metrics: list[Any], model: str | None = None) -> dict[str, str]:
     """Each frame's name (``function (file:line)``) by its id: an entry that names no code
     object (the compile the recompile limit refused) takes the name of its frame's others."""
-    return {_frame_id(m): _frame_name(m) for m in metrics if getattr(m, "co_name", None)}
+    return {_frame_id(m): _frame_name(m, model) for m in metrics if getattr(m, "co_name", None)}
 
 
 def _compile_times(metrics: list[Any]) -> CompileTimes:
@@ -466,11 +468,19 @@ def _first_line(text: str) -> str:
     return re.sub(r"^\d+/\d+: ", "", first)
 
 
-def _frame_name(metric: Any) -> str:
+def _frame_name(metric: Any, model: str | None = None) -> str:
     name = getattr(metric, "co_name", None) or "<frame>"
     filename = getattr(metric, "co_filename", None)
     lineno = getattr(metric, "co_firstlineno", None)
+    if name == "inner" and filename and Path(filename).parts[-2:] == _DYNAMO_WRAPPER:
+        # `torch.compile` of a module whose forward is torch's own (`nn.Sequential`, ...)
+        # compiles dynamo's `wrap_inline` around the module's call: name the model, not it
+        return f"{model or 'the model'}.forward (torch's own; compiled through dynamo's wrapper)"
     return f"{name} ({short_path(filename)}:{lineno})" if filename else name
+
+
+#: The file of dynamo's ``wrap_inline``, whose ``inner`` frame stands for a module's call.
+_DYNAMO_WRAPPER = ("_dynamo", "external_utils.py")
 
 
 def _is_limit_failure(fail_reason: str | None) -> bool:

@@ -172,6 +172,34 @@ def test_static_shapes_recompile_once_per_new_shape() -> None:
     assert all("size mismatch" in r.reason for r in counts.recompile_reasons)
 
 
+def test_a_recompile_of_a_torch_module_names_the_model_not_dynamos_wrapper() -> None:
+    # nn.Sequential's forward is torch's own: dynamo compiles its `wrap_inline` frame around
+    # the module's call, and the reason used to name "inner (.../external_utils.py:67)"
+    # (found in the fifth user trial)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
+    result = run_case(
+        model,
+        (),
+        {},
+        backend=TorchInductorBackend(TorchInductorBackendConfig(dynamic=False)),
+        device=CPU,
+        settings=QUICK,
+        runner=LocalRunner(),
+        inputs=[torch.randn(4, 16), torch.randn(8, 16)],
+    )
+    (recompile,) = result.recompile_reasons
+    assert recompile.frame == "Sequential.forward (torch's own; compiled through dynamo's wrapper)"
+    assert "size mismatch" in recompile.reason
+    # a model with its own forward is named by its file and line, as before
+    reset_dynamo()
+    compiled = TorchInductorBackend(TorchInductorBackendConfig(dynamic=False)).compile(TinyMLP())
+    with watch_graph_breaks() as breaks:
+        for batch in (2, 3):
+            compiled(torch.randn(batch, 16))
+    (own,) = read_counts(breaks, "TinyMLP").recompile_reasons
+    assert own.frame.startswith("forward (") and "models.py:" in own.frame
+
+
 def test_counts_do_not_leak_between_cases() -> None:
     first = _run(ChangingAttribute())
     assert first.recompiles > 0
