@@ -9,7 +9,8 @@ Commands::
 
 Exit codes: 0 done (``diff``: nothing regressed); 1 ``diff`` found a regression (or, with
 ``--fail-inconclusive``, an inconclusive comparison); 2 a usage error, or a file missing,
-unreadable or not a baseline file (nothing is written then).
+unreadable or not a baseline file (nothing is written then); 141 the reader of the output
+closed it (``| head``), as for any command SIGPIPE ends.
 
 ``diff`` judges with `pytest_tweak.verdict.judge` and the plugin's defaults
 (`pytest_tweak.options`), so its verdicts are the ones ``pytest`` would give. ``merge`` and
@@ -24,6 +25,7 @@ import argparse
 import dataclasses
 import fnmatch
 import json
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -58,11 +60,14 @@ from .options import (
 from .results import BaselineFigures
 from .verdict import Judging, Status, Verdict, judge
 
-__all__ = ["EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CLOSED_OUTPUT", "EXIT_OK", "EXIT_REGRESSED", "EXIT_USAGE", "main"]
 
 EXIT_OK = 0
 EXIT_REGRESSED = 1
 EXIT_USAGE = 2
+#: The reader of stdout closed it (``| head``): 128 + SIGPIPE, as a shell reports a command
+#: SIGPIPE ended; not 1, which would read as a regression under ``set -o pipefail``.
+EXIT_CLOSED_OUTPUT = 141
 
 PROG = "pytest-tweak"
 
@@ -218,10 +223,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "accept": _accept,
     }
     try:
-        return commands[args.command](args)
+        code = commands[args.command](args)
+        sys.stdout.flush()  # a reader gone shows here, not in the interpreter's last flush
+        return code
     except (CliError, BaselineError) as exc:
         _error(str(exc))
         return EXIT_USAGE
+    except BrokenPipeError:
+        # what is left to print goes nowhere, so the interpreter's last flush cannot fail too
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLOSED_OUTPUT
 
 
 def _out(line: str = "") -> None:
@@ -250,6 +261,14 @@ def _read(name: str, role: str) -> BaselineFile:
 def _report_skipped(path: Path, found: BaselineFile) -> None:
     for key, problem in sorted(found.skipped.items()):
         _warn(f"baseline file {path}: entry {key!r} is unreadable and skipped ({problem})")
+
+
+def _check_patterns(patterns: Sequence[str], keys: set[str], where: str, then: str) -> None:
+    """A ``--test`` pattern that matches none of ``keys`` is a usage error, so that a typo
+    cannot silently judge (or accept) nothing."""
+    for pattern in patterns:
+        if not any(_matches(key, [pattern]) for key in keys):
+            raise CliError(f"--test {pattern!r} matches no entry of {where}; {then}")
 
 
 def _matches(key: str, patterns: Sequence[str]) -> bool:
@@ -473,6 +492,7 @@ def _diff_rows(
     except OptionError as exc:
         raise CliError(str(exc)) from None
     keys = {*old.entries, *old.skipped, *new.entries, *new.skipped}
+    _check_patterns(args.test, keys, f"{args.old} or {args.new}", "nothing was judged")
     rows = []
     for key in sorted(k for k in keys if _matches(k, args.test)):
         before, after = old.entries.get(key), new.entries.get(key)
@@ -673,11 +693,7 @@ def _accept(args: argparse.Namespace) -> int:
     baseline = Path(args.baseline)
     new = _read(args.new, "NEW baseline file")
     patterns: list[str] = args.test
-    for pattern in patterns:
-        if not any(_matches(key, [pattern]) for key in (*new.entries, *new.skipped)):
-            raise CliError(
-                f"--test {pattern!r} matches no entry of {args.new}; nothing was accepted"
-            )
+    _check_patterns(patterns, {*new.entries, *new.skipped}, args.new, "nothing was accepted")
     selected = {k: e for k, e in new.entries.items() if _matches(k, patterns)}
     for key in sorted(k for k in new.skipped if _matches(k, patterns)):
         _warn(f"{args.new}: entry {key!r} is unreadable: not accepted")

@@ -21,7 +21,7 @@ from pytest_tweak.baselines import (
     read_baselines,
     save_baselines,
 )
-from pytest_tweak.cli import EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, main
+from pytest_tweak.cli import EXIT_CLOSED_OUTPUT, EXIT_OK, EXIT_REGRESSED, EXIT_USAGE, main
 from pytest_tweak.stats import Summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -453,6 +453,45 @@ def test_the_commands_on_files_written_by_the_plugin(
 
     assert main(["accept", str(first_path), str(second_path)]) == EXIT_OK
     assert read_baselines(first_path).entries == read_baselines(second_path).entries
+
+
+def test_diff_with_a_pattern_matching_nothing_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a typo in a CI gate's --test used to judge nothing and exit 0 (found in the sixth user
+    # trial); accept already refused it
+    old = write(tmp_path / "old.json", {A: entry(0.001)})
+    new = write(tmp_path / "new.json", {A: entry(0.004)})
+    assert main(["diff", str(old), str(new), "--test", "test_typo"]) == EXIT_USAGE
+    assert (
+        f"--test 'test_typo' matches no entry of {old} or {new}; nothing was judged"
+        in capsys.readouterr().err
+    )
+    # a pattern that matches, beside it, does not save the typo
+    assert main(["diff", str(old), str(new), "--test", A, "--test", "typo"]) == EXIT_USAGE
+    assert main(["diff", str(old), str(new), "--test", A]) == EXIT_REGRESSED
+
+
+def test_output_closed_by_its_reader_ends_quietly_with_the_sigpipe_code(tmp_path: Path) -> None:
+    # `pytest-tweak show FILE | head -1` printed a BrokenPipeError traceback and exited 1,
+    # which reads as "regressed" under `set -o pipefail` (found in the sixth user trial)
+    path = write(tmp_path / "b.json", {A: entry(0.001), B: entry(0.002)})
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    for command in (["show", str(path)], ["diff", str(path), str(path)]):
+        with subprocess.Popen(
+            [sys.executable, "-m", "pytest_tweak", *command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        ) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.close()  # before the interpreter has even started: every write fails
+            err = proc.stderr.read().decode()
+            assert proc.wait(timeout=120) == EXIT_CLOSED_OUTPUT, err
+        assert "Traceback" not in err and "Exception ignored" not in err, err
 
 
 def test_python_dash_m_pytest_tweak(tmp_path: Path) -> None:
