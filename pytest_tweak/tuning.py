@@ -144,11 +144,18 @@ def tune(
             Settings given are used as they are: ``MeasureSettings(max_time_s=0.2,
             eager=False, reference=False)`` keeps the companions out.
 
+    Each backend is compiled from a clean slate: dynamo is reset (``torch._dynamo.reset()``)
+    before each, and once more before the winner is compiled, so other ``torch.compile``d
+    models of the process compile again on their next call. Tune at start-up, before
+    compiling the rest. The winner compiles on ``module``'s first call.
+
     Returns:
         The measurements and the winner; ``module`` then calls the winner's compiled model.
 
     Raises:
-        RuntimeError: every backend failed (the reasons are in the message).
+        RuntimeError: every backend failed (the reasons are in the message), or the device
+            is not usable.
+        ValueError: the device is not cpu, cuda or xpu.
     """
     if not isinstance(module, Module):
         raise TypeError(
@@ -162,8 +169,13 @@ def tune(
         )
     args = input_data if isinstance(input_data, tuple) else (input_data,)
     where = torch.device(device) if device is not None else model_device(module.model)
-    found = availability(where.type) if where.type in DEVICES else None
-    if found is not None and not found.available:
+    if where.type not in DEVICES:
+        raise ValueError(
+            f"tune({module.name!r}): device {where} is not one pytest-tweak measures on: "
+            f"pass one of {', '.join(DEVICES)}"
+        )
+    found = availability(where.type)
+    if not found.available:
         raise RuntimeError(f"tune({module.name!r}): device {where} is not usable: {found.reason}")
     if settings is None:
         settings = MeasureSettings(eager=False, reference=False)

@@ -114,6 +114,20 @@ def test_tune_on_a_device_torch_cannot_use_says_why() -> None:
         tune(module, torch.randn(1, 16), device="cuda")
 
 
+def test_tune_on_a_device_type_pytest_tweak_does_not_measure_says_so_first() -> None:
+    # device="mps" used to fail deep in Module.to with torch's own traceback (found in the
+    # sixth user trial); the model is not moved at all
+    model = TinyMLP()
+    module = Module(model, "m", strategy=OneBackendStrategy(EagerBackend()))
+    with pytest.raises(
+        ValueError,
+        match=r"^tune\('m'\): device mps is not one pytest-tweak "
+        r"measures on: pass one of cpu, cuda, xpu$",
+    ):
+        tune(module, torch.randn(1, 16), device="mps")
+    assert all(p.device.type == "cpu" for p in model.parameters())
+
+
 def test_best_of_compares_the_seeds_other_backends() -> None:
     """The seed's comparison: inductor against the backends that install here."""
     from pytest_tweak import AotEagerBackend, OpenVINOBackend, TorchAOBackend
