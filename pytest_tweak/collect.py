@@ -206,6 +206,17 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
     """The configs the ``tweak_configs`` and ``tweak_backends`` markers ask for."""
     _check_marker_names(metafunc)
     where = metafunc.definition.nodeid
+    for marker_name in ("tweak_configs", "tweak_backends"):
+        # the closest marker decides (a test's own over its class's or module's), so two on
+        # one node would silently lose one: an error naming the fix
+        nodes = [node.nodeid for node, _ in metafunc.definition.iter_markers_with_node(marker_name)]
+        twice = next((node for node in nodes if nodes.count(node) > 1), None)
+        if twice is not None:
+            pytest.fail(
+                f"{where}: {marker_name} is given {nodes.count(twice)} times on {twice}; "
+                f"only one would be used: list them all in one, {marker_name}(a, b)",
+                pytrace=False,
+            )
     configs_marker = metafunc.definition.get_closest_marker("tweak_configs")
     backends_marker = metafunc.definition.get_closest_marker("tweak_backends")
     for marker in (configs_marker, backends_marker):
@@ -255,31 +266,36 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
 
 
 def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:
-    """The ``tweak_limits`` marker over the option defaults; a bad marker fails collection."""
-    marker = metafunc.definition.get_closest_marker("tweak_limits")
-    if marker is None:
+    """The ``tweak_limits`` markers over the option defaults, key by key: a module's or
+    class's marker, or a second one on the test, keeps the limits the closer marker does not
+    set; a bad marker fails collection."""
+    markers = list(metafunc.definition.iter_markers("tweak_limits"))
+    if not markers:
         return defaults
     where = metafunc.definition.nodeid
     signature = "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None)"
-    if marker.args:
-        pytest.fail(
-            f"{where}: {signature} takes keyword arguments only, got {marker.args!r}",
-            pytrace=False,
-        )
-    unknown = sorted(set(marker.kwargs) - set(LIMIT_KEYS))
-    if unknown:
-        pytest.fail(
-            f"{where}: {signature} got unknown keyword(s) {', '.join(unknown)}; "
-            f"allowed: {', '.join(LIMIT_KEYS)}",
-            pytrace=False,
-        )
+    given: dict[str, Any] = {}
+    for marker in reversed(markers):  # closest last: it sets what it names
+        if marker.args:
+            pytest.fail(
+                f"{where}: {signature} takes keyword arguments only, got {marker.args!r}",
+                pytrace=False,
+            )
+        unknown = sorted(set(marker.kwargs) - set(LIMIT_KEYS))
+        if unknown:
+            pytest.fail(
+                f"{where}: {signature} got unknown keyword(s) {', '.join(unknown)}; "
+                f"allowed: {', '.join(LIMIT_KEYS)}",
+                pytrace=False,
+            )
+        given.update(marker.kwargs)
     values: dict[str, Any] = {}
     for key in LIMIT_KEYS:
-        if key not in marker.kwargs:
+        if key not in given:
             values[key] = getattr(defaults, key)
             values[f"{key}_source"] = getattr(defaults, f"{key}_source")
             continue
-        value = marker.kwargs[key]
+        value = given[key]
         if value is not None and (
             not isinstance(value, int) or isinstance(value, bool) or value < 0
         ):

@@ -749,6 +749,70 @@ def test_bad_marker_arguments_are_collection_errors(pytester: pytest.Pytester, r
     )
 
 
+def test_stacked_markers_merge_limits_key_by_key_and_refuse_two_config_lists(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    # only the closest tweak_limits was read, so a test adding a recompile limit dropped its
+    # module's graph-break limit without a word; two tweak_configs (or tweak_backends) on one
+    # test silently lost one (found in the sixth user trial)
+    pytester.makepyfile(
+        test_limits="""
+        import pytest, torch
+
+        pytestmark = pytest.mark.tweak_limits(graph_breaks=0)
+
+        class Breaky(torch.nn.Module):
+            def forward(self, x):
+                x = x + 1
+                torch._dynamo.graph_break()
+                return x * 2
+
+        @pytest.mark.tweak_limits(recompiles=0)
+        def test_own_limit_keeps_the_modules(tweak):
+            tweak.benchmark(Breaky(), torch.randn(4))
+
+        @pytest.mark.tweak_limits(graph_breaks=1)
+        def test_own_limit_overrides_the_same_key(tweak):
+            tweak.benchmark(Breaky(), torch.randn(4))
+        """
+    )
+    result = run_suite("test_limits.py")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: test_limits.py::test_own_limit_keeps_the_modules[[]cpu-default[]] "
+            "failed, whatever its speed:",
+            "  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)",
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_limits.py::test_own_limit_keeps_the_modules*"])
+    header = "import pytest\nfrom pytest_tweak import TorchInductorBackendConfig as C\n"
+    pytester.makepyfile(
+        test_configs=header + "@pytest.mark.tweak_configs(C(dynamic=False))\n"
+        "@pytest.mark.tweak_configs(C(fullgraph=True))\ndef test_two(tweak): pass\n",
+        test_backends=header + '@pytest.mark.tweak_backends("eager")\n'
+        '@pytest.mark.tweak_backends("inductor")\ndef test_two(tweak): pass\n',
+        test_module_and_own=header
+        + "pytestmark = pytest.mark.tweak_configs(C(), C(dynamic=False))\n"
+        "@pytest.mark.tweak_configs(C(fullgraph=True))\ndef test_own(tweak): pass\n",
+    )
+    result = run_suite(
+        "--collect-only", "-q", "test_configs.py", "test_backends.py", "test_module_and_own.py"
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*test_configs.py::test_two: tweak_configs is given 2 times on "
+            "test_configs.py::test_two; only one would be used*",
+            "*test_backends.py::test_two: tweak_backends is given 2 times on "
+            "test_backends.py::test_two; only one would be used: list them all in one, "
+            "tweak_backends(a, b)",
+        ]
+    )
+    # a test's own marker over its module's is the documented override, not an error
+    result.stdout.fnmatch_lines(["test_module_and_own.py::test_own[[]cpu-fullgraph[]]"])
+    result.stdout.no_fnmatch_line("*test_module_and_own.py::test_own*given*")
+
+
 def test_invalid_config_in_a_suite_fails_collection_with_the_reason(
     pytester: pytest.Pytester, run_suite
 ) -> None:
