@@ -115,6 +115,7 @@ def parse_per_device(
         except ValueError:
             raise ValueError(f"invalid value {raw!r}; expected {allowed}") from None
         return {device: value for device in values}
+    seen: set[str] = set()
     for part in text.split(","):
         device, sep, number = part.partition("=")
         device = device.strip().lower()
@@ -123,6 +124,9 @@ def parse_per_device(
                 f"invalid value {raw!r}; expected {allowed}, or DEVICE=PCT pairs "
                 f"separated by commas with DEVICE one of {', '.join(DEVICES)}"
             )
+        if device in seen:  # the last would win without a word
+            raise ValueError(f"invalid value {raw!r}: {device} is given twice; give it once")
+        seen.add(device)
         try:
             values[device] = parse_number(number, allowed, check)
         except ValueError:
@@ -449,8 +453,14 @@ class Raw:
     measuring: bool = True
 
     def get(self, name: str) -> tuple[Any, str]:
-        """The value of option ``name`` and its source; ``(None, "default")`` when not given."""
+        """The value of option ``name`` and its source; ``(None, "default")`` when not given.
+        An empty value on the command line (``--tweak-max-graph-breaks=``, a CI variable that
+        was not set) is an `OptionError`: taken as "not given", it would turn a gate off."""
         value, source = self.values.get(name, (None, "default"))
+        if isinstance(value, str) and not value.strip() and source.startswith("--"):
+            raise OptionError(
+                f"{source}: empty value; give one, or leave the option out for its default"
+            )
         if value is None or value == "" or value == [] or value is False:
             return None, "default"
         return value, source

@@ -166,6 +166,26 @@ def test_saving_over_a_read_only_baseline_file_stops_the_run(tmp_path: Path) -> 
     assert resolve_options(_raw(tmp_path, save=True, baseline="b.json")).save
 
 
+def test_an_empty_value_or_a_device_given_twice_stops_the_run(tmp_path: Path) -> None:
+    # `--tweak-max-graph-breaks=$UNSET` used to mean "no limit", and `cpu=5,cpu=6` the last
+    # value, both without a word (found in the sixth user trial)
+    with pytest.raises(OptionError) as caught:
+        resolve_options(_raw(tmp_path, max_graph_breaks=""))
+    assert str(caught.value) == (
+        "--tweak-max-graph-breaks: empty value; give one, or leave the option out for its default"
+    )
+    with pytest.raises(OptionError, match=r"^--tweak-threshold: empty value"):
+        resolve_options(_raw(tmp_path, threshold=" "))
+    with pytest.raises(OptionError) as caught:
+        resolve_options(_raw(tmp_path, threshold="cpu=5,cpu=6"))
+    assert str(caught.value) == (
+        "--tweak-threshold: invalid value 'cpu=5,cpu=6': cpu is given twice; give it once"
+    )
+    # an ini key left empty is the default, as pytest's own ini keys are
+    ini = Raw({"max_graph_breaks": ("", "ini option tweak_max_graph_breaks")}, rootdir=tmp_path)
+    assert resolve_options(ini).limits.graph_breaks is None
+
+
 def test_fast_is_a_preset_that_explicit_options_override(tmp_path: Path) -> None:
     fast = MeasureSettings.fast()
     settings = resolve_options(_raw(tmp_path, fast=True, max_time="2")).settings
