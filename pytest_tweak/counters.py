@@ -383,11 +383,11 @@ def read_counts(graph_breaks: GraphBreakLog, model: str | None = None) -> Compil
     metrics = list(_dynamo_utils.get_compilation_metrics())
     names = _frame_names(metrics, model)
     recompiles = tuple(
-        Recompile(_first_line(m.recompile_reason), names.get(_frame_id(m), _frame_name(m, model)))
+        Recompile(_first_line(m.recompile_reason), _frame_of(m, names))
         for m in metrics
         if m.recompile_reason is not None
     )
-    limit_frames = _limit_frames(metrics, model)
+    limit_frames = _limit_frames(metrics, names)
     graphs = int(_dynamo_utils.counters["stats"].get("unique_graphs", 0))
     inductor = _dynamo_utils.counters["inductor"]
     return CompileCounts(
@@ -406,15 +406,9 @@ def read_counts(graph_breaks: GraphBreakLog, model: str | None = None) -> Compil
     )
 
 
-def _limit_frames(metrics: list[Any], model: str | None = None) -> tuple[str, ...]:
-    """The frames whose recompile limit was hit. The failing entry names no code object; its
-    ``compile_id`` (``frame/attempt``) ties it to the frame's earlier compiles, which do."""
-
-    names = _frame_names(metrics, model)
-    found = []
-    for metric in metrics:
-        if _is_limit_failure(metric.fail_reason):
-            found.append(names.get(_frame_id(metric), _frame_name(metric, model)))
+def _limit_frames(metrics: list[Any], names: dict[str, str]) -> tuple[str, ...]:
+    """The frames whose recompile limit was hit (``names``: `_frame_names`)."""
+    found = [_frame_of(m, names) for m in metrics if _is_limit_failure(m.fail_reason)]
     return tuple(dict.fromkeys(found))
 
 
@@ -423,9 +417,16 @@ def _frame_id(metric: Any) -> str:
 
 
 def _frame_names(metrics: list[Any], model: str | None = None) -> dict[str, str]:
-    """Each frame's name (``function (file:line)``) by its id: an entry that names no code
-    object (the compile the recompile limit refused) takes the name of its frame's others."""
+    """Each frame's name (``function (file:line)``) by its id, from the entries that name a
+    code object (`_frame_of` lends it to those that do not)."""
     return {_frame_id(m): _frame_name(m, model) for m in metrics if getattr(m, "co_name", None)}
+
+
+def _frame_of(metric: Any, names: dict[str, str]) -> str:
+    """The name of ``metric``'s frame. An entry that names no code object (the compile the
+    recompile limit refused) takes it from its frame's others: its ``compile_id``
+    (``frame/attempt``) ties them together."""
+    return names.get(_frame_id(metric), _frame_name(metric))
 
 
 def _compile_times(metrics: list[Any]) -> CompileTimes:
