@@ -6,6 +6,9 @@ and dataclasses of those, nested; an object of another class without an equality
 elementwise: an element is close when ``|compiled - eager| <= atol + rtol * |eager|`` (the
 rule of ``torch.testing.assert_close``).
 NaN where eager has NaN is equal; NaN where eager has a number is wrong; infinities must match.
+A Python float (a loss returned as ``loss.item()``) is held to the tolerance of torch's
+default dtype (float32 unless ``torch.set_default_dtype`` says otherwise), where it most often
+comes from.
 
 The default tolerances depend on the dtype and are looser than ``assert_close``'s: inductor
 fuses, reorders reductions and keeps low-precision intermediates in float32, so the compiled
@@ -160,11 +163,14 @@ def compare_outputs(
             _compare_tensors(worst, where, actual, expected, autocast_dtype, rtol, atol)
         elif isinstance(expected, float) and isinstance(actual, float):
             if not (actual == expected or (math.isnan(actual) and math.isnan(expected))):
+                # a Python float is most often ``.item()`` of a tensor of the default dtype
+                # (a loss): held to that dtype's tolerance, not float64's
+                dtype = torch.get_default_dtype()
                 _compare_tensors(
                     worst,
                     where,
-                    torch.tensor(actual, dtype=torch.float64),
-                    torch.tensor(expected, dtype=torch.float64),
+                    torch.tensor(actual, dtype=dtype),
+                    torch.tensor(expected, dtype=dtype),
                     None,
                     rtol,
                     atol,

@@ -7,6 +7,7 @@ and by `tune`; a `Runner` says whether timing is on and where the samples go.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import os
 import time
@@ -629,7 +630,8 @@ def _nan_problem(output: Any) -> str | None:
                 return (
                     f"the model's {where} holds {count} NaN value(s) of {value.numel()}: a "
                     "timing of wrong results is not a measurement (check the model and its "
-                    "inputs; under autocast, the dtype's range)"
+                    "inputs; under autocast, the dtype's range; a model meant to return NaN "
+                    "can be timed through a function that returns torch.nan_to_num of it)"
                 )
     return None
 
@@ -643,13 +645,26 @@ def _copied(value: Any) -> Any:
                 return value.clone()
         return value.detach().clone()
     if isinstance(value, Mapping):
-        return {k: _copied(v) for k, v in value.items()}
+        copies = {k: _copied(v) for k, v in value.items()}
+        return copies if type(value) is dict else _same_mapping(value, copies)
     if isinstance(value, (list, tuple)):
         items = [_copied(v) for v in value]
         if hasattr(value, "_fields"):  # a named tuple
             return type(value)(*items)
         return type(value)(items)
     return value
+
+
+def _same_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Any:
+    """A mapping of ``value``'s own class (an ``OrderedDict``, a Hugging Face ``ModelOutput``,
+    whose attributes follow its items) holding ``items``; a plain dict where it cannot be."""
+    try:
+        same = copy.copy(value)
+        for key, item in items.items():
+            same[key] = item  # type: ignore[index]
+    except Exception:  # a read-only or unusual mapping: what it holds still counts
+        return items
+    return same
 
 
 def _tensors(value: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:

@@ -93,7 +93,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     show = commands.add_parser("show", help="the entries of a baseline file, as a table")
-    show.add_argument("file", metavar="FILE", help="the baseline file")
+    show.add_argument("file", metavar="FILE", type=_file_name, help="the baseline file")
     show.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     diff = commands.add_parser(
@@ -107,8 +107,12 @@ def _parser() -> argparse.ArgumentParser:
             "2: usage error or unreadable file."
         ),
     )
-    diff.add_argument("old", metavar="OLD", help="the baseline file to compare with")
-    diff.add_argument("new", metavar="NEW", help="the baseline file with the new measurements")
+    diff.add_argument(
+        "old", metavar="OLD", type=_file_name, help="the baseline file to compare with"
+    )
+    diff.add_argument(
+        "new", metavar="NEW", type=_file_name, help="the baseline file with the new measurements"
+    )
     diff.add_argument(
         "--threshold",
         metavar="PCT",
@@ -160,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
         "--test",
         action="append",
         metavar="PATTERN",
+        type=_pattern,
         default=[],
         help="only the test ids containing PATTERN, or matching it as a glob (the whole id or "
         "the test name, e.g. 'test_mlp*'; repeatable)",
@@ -175,8 +180,10 @@ def _parser() -> argparse.ArgumentParser:
             "lock, and left untouched when any file is broken."
         ),
     )
-    merge.add_argument("out", metavar="OUT", help="the baseline file to write")
-    merge.add_argument("inputs", metavar="IN", nargs="+", help="baseline files to merge")
+    merge.add_argument("out", metavar="OUT", type=_file_name, help="the baseline file to write")
+    merge.add_argument(
+        "inputs", metavar="IN", nargs="+", type=_file_name, help="baseline files to merge"
+    )
     merge.add_argument(
         "--on-conflict",
         default="append-runs",
@@ -196,17 +203,38 @@ def _parser() -> argparse.ArgumentParser:
             "created)."
         ),
     )
-    accept.add_argument("baseline", metavar="BASELINE", help="the baseline file to update")
-    accept.add_argument("new", metavar="NEW", help="the baseline file to take entries from")
+    accept.add_argument(
+        "baseline", metavar="BASELINE", type=_file_name, help="the baseline file to update"
+    )
+    accept.add_argument(
+        "new", metavar="NEW", type=_file_name, help="the baseline file to take entries from"
+    )
     accept.add_argument(
         "--test",
         action="append",
         metavar="PATTERN",
+        type=_pattern,
         default=[],
         help="take only the test ids containing PATTERN, or matching it as a glob (the whole "
         "id or the test name, e.g. 'test_mlp*'; repeatable; default: all of NEW's entries)",
     )
     return parser
+
+
+def _file_name(value: str) -> str:
+    """A baseline file argument: not empty (an unset shell variable), not a folder."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("empty value; name a baseline file")
+    if Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value} is a folder; name a baseline file in it")
+    return value
+
+
+def _pattern(value: str) -> str:
+    """A ``--test`` pattern: an empty one (an unset shell variable) would match every id."""
+    if not value:
+        raise argparse.ArgumentTypeError("empty value; give a pattern, or leave --test out")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

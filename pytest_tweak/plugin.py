@@ -448,7 +448,8 @@ class _RunHooks:
             return
         cases = state.ordered_cases()
         environment = state.fingerprint or (cases[0].environment if cases else {})
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        # a stop asked for (--sw, xdist's -x) ends whole tests; Ctrl-C cuts one short
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and not session.shouldstop
         if state.reports_due(collect_only=config.option.collectonly, interrupted=interrupted):
             self.report_lines += write_reports(cases, environment, state.options)
         missing = state.missing_device_failure()
@@ -493,6 +494,6 @@ class _RunHooks:
                 yellow=True,
             )
         for line, colour in baseline_file_lines(
-            state.options, state.skipped, state.saved, self.save_error
+            state.options, state.skipped, state.saved, self.save_error, cases
         ):
             terminalreporter.write_line(line, **({colour: True} if colour else {}))

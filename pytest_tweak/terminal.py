@@ -486,13 +486,18 @@ def baseline_file_lines(
     skipped: Mapping[str, str],
     outcome: SaveOutcome | None,
     save_error: str | None,
+    cases: Sequence[CaseResult] = (),
 ) -> list[tuple[str, str | None]]:
-    """The summary's word on ``options``' baseline file: its unreadable entries, what a save
-    did (the cases it left out because their test failed included), and the saved cases whose
+    """The summary's word on ``options``' baseline file: its unreadable entries, that it
+    gated none of the run's ``cases`` (missing, or naming other tests), what a save did (the
+    cases it left out because their test failed included), and the saved cases whose
     measurement was unstable (a baseline of a stepped series is suspect); each line with its
     colour (``None``: plain)."""
     path = options.baseline_path
     lines: list[tuple[str, str | None]] = []
+    ungated = None if options.save else _ungated(path, cases)
+    if ungated is not None:
+        lines.append((ungated, "yellow"))
     if skipped:
         lines.append(
             (
@@ -562,6 +567,27 @@ def baseline_file_lines(
                 )
             )
     return lines
+
+
+def _ungated(path: Path, cases: Sequence[CaseResult]) -> str | None:
+    """Why a gating run compared nothing, when none of its cases had a baseline entry and
+    some were new: a CI job whose baseline was not restored, or whose node ids changed
+    (another ``--rootdir``, renamed tests), would otherwise pass green, gating nothing."""
+    new = sum(case.verdict.status is Status.NEW for case in cases)
+    if not new or any(case.baseline is not None for case in cases):
+        return None
+    if not path.exists():
+        return (
+            f"pytest-tweak: no baseline file at {path}, so all {new} case(s) are new and "
+            "nothing was gated: record one with --tweak-save (in CI: check that the file was "
+            "restored to this path, or --tweak-baseline / ini tweak_baseline)"
+        )
+    return (
+        f"pytest-tweak: none of the {new} new case(s) has an entry in {path}, so nothing was "
+        "gated: if the file holds these tests, their node ids differ (pytest run from another "
+        f"--rootdir, or tests renamed): compare `python -m pytest_tweak show {path}` with "
+        "the ids above"
+    )
 
 
 #: Waiting this long in all for another process's device lock is worth a line in the summary.

@@ -153,3 +153,20 @@ def test_float32_under_tf32_gets_tf32_tolerance_and_other_dtypes_keep_theirs() -
     assert default_tolerance(torch.float64, tf32=True) == default_tolerance(torch.float64)
     # autocast is never tighter than TF32's
     assert default_tolerance(torch.float32, torch.bfloat16, tf32=True).atol == 1e-2
+
+
+def test_a_python_float_is_held_to_the_default_dtypes_tolerance() -> None:
+    """A loss returned as ``loss.item()`` comes from a float32 tensor: a reduction inductor
+    reorders differs by a few float32 roundings, which float64's tolerance would call wrong."""
+    x = torch.randn(97, 333)
+    eager = float((x * 3.1).var())
+    compiled = eager * (1 + 4e-7)  # a reordered float32 reduction, as the trial measured
+    assert compare_outputs(compiled, eager).ok
+    assert compare_outputs(compiled, eager).tolerance == default_tolerance(torch.float32)
+    assert not compare_outputs(eager * (1 + 1e-3), eager).ok  # a real difference still fails
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:  # a suite computing in float64 gets float64's tolerance
+        assert not compare_outputs(compiled, eager).ok
+    finally:
+        torch.set_default_dtype(previous)

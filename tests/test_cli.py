@@ -137,6 +137,26 @@ def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "exit codes: 0 done" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        # an unset shell variable ("$OUT") and a folder used to end in a traceback, exit 1
+        (["merge", "", "a.json"], "argument OUT: empty value; name a baseline file"),
+        (["merge", ".", "a.json"], "argument OUT: . is a folder; name a baseline file in it"),
+        (["accept", ".", "a.json"], "argument BASELINE: . is a folder"),
+        (["show", ""], "argument FILE: empty value"),
+        # an empty pattern matched every id: accept took every entry of NEW
+        (["accept", "a.json", "b.json", "--test", ""], "argument --test: empty value"),
+        (["diff", "a.json", "b.json", "--test="], "argument --test: empty value"),
+    ],
+)
+def test_empty_and_folder_arguments_are_usage_errors(
+    argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_USAGE
+    assert problem in capsys.readouterr().err
+
+
 # -- diff ---------------------------------------------------------------------------------
 
 

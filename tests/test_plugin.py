@@ -505,6 +505,74 @@ def test_an_interrupted_save_writes_nothing_and_says_so(
     assert all(len(entry["runs"]) == 1 for entry in _baseline(path).values())
 
 
+def test_a_stepwise_stop_saves_the_passed_cases_as_a_failure_does(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--sw`` stops the run at a failure with pytest's "Interrupted" exit status; that stop
+    ends whole tests, so the cases that passed are saved as under ``-x`` (they used to be
+    dropped as after Ctrl-C, and stepwise then deselected them on every later run)."""
+    pytester.makepyfile("""
+        import os, torch
+
+        def test_a(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+
+        def test_flaky(tweak):
+            assert not os.environ.get("FAILIT")
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+
+        def test_b(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """)
+    monkeypatch.setenv("FAILIT", "1")
+    result = run_suite("-p", "cacheprovider", "-p", "stepwise", "--sw", "--tweak-save")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["pytest-tweak: saved 1 case(s) to *tweak-baselines.json*"])
+    result.stdout.no_fnmatch_line("*nothing saved*")
+    names = [n.split("::")[1] for n in _baseline(pytester.path / "tweak-baselines.json")]
+    assert names == ["test_a[cpu-default]"]
+
+
+def test_a_gating_run_that_meets_no_baseline_entry_says_so(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """A baseline path with a typo (or a CI job whose baseline was not restored) and a file
+    whose entries name other node ids (another --rootdir, renamed tests) left every case
+    `new` and the run green without a word: the gate was off and nothing said so."""
+    pytester.makepyfile(
+        test_gate="""
+        import torch
+
+        def test_one(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+    """
+    )
+    saved = run_suite("--tweak-save")
+    saved.assert_outcomes(passed=1)
+    saved.stdout.no_fnmatch_line("*nothing was gated*")
+    typo = run_suite("--tweak-baseline=perf/typo.json")
+    typo.assert_outcomes(passed=1)
+    typo.stdout.fnmatch_lines(
+        [
+            f"pytest-tweak: no baseline file at {pytester.path / 'perf' / 'typo.json'}, so all 1 "
+            "case(s) are new and nothing was gated: record one with --tweak-save*"
+        ]
+    )
+    gated = run_suite()  # the file matches: no word
+    gated.stdout.no_fnmatch_line("*nothing was gated*")
+    source = pytester.path / "test_gate.py"
+    source.write_text(source.read_text().replace("test_one", "test_renamed"))
+    renamed = run_suite()
+    renamed.assert_outcomes(passed=1)
+    renamed.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: none of the 1 new case(s) has an entry in *tweak-baselines.json, so "
+            "nothing was gated: if the file holds these tests, their node ids differ*"
+        ]
+    )
+
+
 def test_a_save_names_a_baseline_too_noisy_to_gate(pytester: pytest.Pytester, run_suite) -> None:
     pytester.makepyfile("""
         import torch

@@ -81,7 +81,10 @@ from pytest_tweak import TorchInductorBackendConfig
 @pytest.mark.parametrize("name", BREAKING)
 def test_breaks(tweak, name):
     model, args, kwargs = build(name)
-    tweak.benchmark(model, *args, **kwargs)
+    result = tweak.benchmark(model, *args, **kwargs)
+    # the output is what the model returns: its ModelOutput class, attributes and items alike
+    assert type(result.output) is type(model(*args, **kwargs))
+    assert result.output.logits is result.output["logits"]
 
 
 @pytest.mark.tweak_configs(TorchInductorBackendConfig(dynamic=False))
