@@ -148,6 +148,9 @@ class TorchInductorBackendConfig:
                 f"options must be a dict of inductor option names to values, "
                 f"got {type(self.options).__name__}"
             )
+        if not self.options:  # compiles as no options do: the same config, and the same id
+            object.__setattr__(self, "options", None)
+            return
         if self.mode is not None:
             raise ValueError(
                 f"cannot use both mode and options (mode={self.mode!r}, "

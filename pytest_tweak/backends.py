@@ -62,6 +62,25 @@ class Backend(Protocol):
         ...
 
 
+def refuse_compiled(model: Any, where: str) -> None:
+    """Raise `TypeError` when ``model`` is already compiled by ``torch.compile`` (or its
+    ``.compile()`` was called): compiled again, its eager reference would be compiled too, and
+    the speed-up, the counts and the recompiles would be of the wrapping, not of the model."""
+    if isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
+        what, fix = f"an OptimizedModule around {type(model._orig_mod).__name__}", "._orig_mod"
+    elif getattr(model, "_torchdynamo_orig_callable", None) is not None:
+        what, fix = "a function torch.compile returned", " uncompiled"
+    elif getattr(model, "_compiled_call_impl", None) is not None:
+        what, fix = f"a {type(model).__name__} whose .compile() was called", " before .compile()"
+    else:
+        return
+    raise TypeError(
+        f"{where} was given a model torch.compile compiled already ({what}): pass the model"
+        f"{fix if fix.startswith(' ') else f' itself (compiled{fix})'}; pytest-tweak compiles "
+        "it once per backend config and times it against itself uncompiled"
+    )
+
+
 def model_device(model: Any) -> torch.device:
     """The device of a module's first parameter or buffer; cpu for anything else."""
     if isinstance(model, torch.nn.Module):
@@ -92,7 +111,7 @@ class TorchInductorBackend:
         return f"TorchInductorBackend({self.config!r})"
 
     def compile(
-        self, model: Callable[..., Any], device: torch.device | None = None
+        self, model: Callable[..., Any], device: torch.device | str | None = None
     ) -> Callable[..., Any]:
         """``torch.compile`` the model; with autocast, every call runs under ``torch.autocast``.
 
@@ -102,12 +121,18 @@ class TorchInductorBackend:
                 model's parameters.
 
         Raises:
+            TypeError: ``model`` is not callable.
             ValueError: autocast is enabled with a dtype the device does not support.
         """
+        if not callable(model):
+            raise TypeError(
+                f"TorchInductorBackend.compile takes an nn.Module or a function, got "
+                f"{type(model).__name__}"
+            )
         compiled = torch.compile(model, **self.config.compile_kwargs())
         if not self.config.autocast_enabled:
             return compiled
-        device = device if device is not None else model_device(model)
+        device = torch.device(device) if device is not None else model_device(model)
         dtype = _autocast_dtype(self.config, device)
         return _with_autocast(compiled, device.type, dtype)
 
@@ -118,12 +143,12 @@ class TorchInductorBackend:
         return _autocast_dtype(self.config, device)
 
     def eager(
-        self, model: Callable[..., Any], device: torch.device | None = None
+        self, model: Callable[..., Any], device: torch.device | str | None = None
     ) -> Callable[..., Any]:
         """The model uncompiled, under the same autocast as `compile`: the speed-up's base."""
         if not self.config.autocast_enabled:
             return model
-        device = device if device is not None else model_device(model)
+        device = torch.device(device) if device is not None else model_device(model)
         return _with_autocast(model, device.type, _autocast_dtype(self.config, device))
 
 

@@ -182,7 +182,7 @@ class BenchmarkResult:
     normalized: Summary | None
     eager: Summary | None
     speedup: Summary | None
-    samples: tuple[float, ...]
+    samples: tuple[float, ...] = field(repr=False)  # printed, they would fill a screen
     iterations: int
     stopped: str | None
     host_bound: bool
@@ -195,7 +195,7 @@ class BenchmarkResult:
     recompile_limit_hit: bool
     graph_count: int
     compile_time_s: float
-    output: Any = None
+    output: Any = field(default=None, repr=False)
     compile_times: CompileTimes = field(default_factory=CompileTimes)
     compile_cache: CacheUse = field(default_factory=CacheUse)
     cold_compile: bool = False
@@ -337,11 +337,15 @@ def run_case(
             watch_graph_breaks(graph_breaks),
         ):
             compiled = backend.compile(model, device)
+            versions = _versions(sets, kwargs)
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:
                 phase("checking accuracy")
                 checked = time.perf_counter()
-                accuracy = _accuracy(output, lambda: run_all(eager_model), backend, device, checks)
+                changed = sorted(w for w, _ in _versions(sets, kwargs).items() - versions.items())
+                accuracy = _accuracy(
+                    output, lambda: run_all(eager_model), backend, device, checks, changed
+                )
                 check_s += time.perf_counter() - checked
             if not runner.disabled:
                 eager_call = (
@@ -511,14 +515,22 @@ def _accuracy(
     backend: Backend,
     device: torch.device,
     checks: CaseChecks,
+    mutated: Sequence[str] = (),
 ) -> Accuracy:
     """The compiled output against eager's; not compared when eager itself is not repeatable
-    (random ops such as dropout in training mode, or state the model changes as it runs)."""
+    (random ops such as dropout in training mode, or state the model changes as it runs:
+    ``mutated`` names the inputs the compiled call changed in place)."""
     autocast_of = getattr(backend, "autocast_dtype", None)
     autocast = None if autocast_of is None else autocast_of(device)
     expected = eager_call()
     again = eager_call()
     if not compare_outputs(again, expected, autocast_dtype=autocast).ok:
+        if mutated:
+            return Accuracy.not_checked(
+                f"the model changes its input {', '.join(mutated)} in place, so each call "
+                "(the timed ones too) sees other values and eager's output changes from call "
+                "to call; clone the input inside the model to time one input"
+            )
         return Accuracy.not_checked(
             "the eager model's output changes from call to call (random ops such as dropout "
             "in training mode, or state the model changes as it runs)"
@@ -653,6 +665,22 @@ def _copied(value: Any) -> Any:
             return type(value)(*items)
         return type(value)(items)
     return value
+
+
+def _versions(sets: Sequence[tuple[Any, ...]], kwargs: Mapping[str, Any]) -> dict[str, int]:
+    """The version counter of every input tensor, by where it is: an in-place change (``x.add_``)
+    moves it. Inference tensors keep none and are left out."""
+    found = {}
+    named = (
+        [(f"args[{i}]", value) for i, value in enumerate(sets[0])]
+        if len(sets) == 1
+        else [(f"inputs[{n}][{i}]", value) for n, s in enumerate(sets) for i, value in enumerate(s)]
+    )
+    for where, value in [*named, *((f"kwargs[{k!r}]", v) for k, v in kwargs.items())]:
+        for place, tensor in _tensors(value, where):
+            if not tensor.is_inference():
+                found[place] = tensor._version
+    return found
 
 
 def _same_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Any:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import torch
 
-from .backends import Backend, TorchInductorBackend
+from .backends import Backend, TorchInductorBackend, refuse_compiled
 from .baselines import BaselineEntry, BaselineError, broken_entry_message
 from .case import BenchmarkResult, CaseError, run_case
 from .devices import lock_name, release_memory, to_device
@@ -240,6 +240,7 @@ class TweakFixture:
                 "tweak.benchmark_inputs(model, [x1, x2]), or write one test per model "
                 "(or @pytest.mark.parametrize the inputs: one case per input)"
             )
+        refuse_compiled(model, "tweak.benchmark()")
         started = time.perf_counter()
         nodeid = self._request.node.nodeid
         options = self._session.options
@@ -312,6 +313,8 @@ class TweakFixture:
             )
             pytest.fail(f"pytest-tweak: {error}", pytrace=False)
         self.result = result
+        if getattr(benchmark, "_mode", None):  # a later benchmark(...) names who used it
+            benchmark._mode = "tweak.benchmark(...)"
         session = self._session
         benchmark.extra_info["tweak"] = _extra_info(self, result, session.fingerprint)
         verdict = self._verdict(result, compare=not runner.disabled)

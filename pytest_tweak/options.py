@@ -355,6 +355,14 @@ class Option:
     def flag(self) -> str:
         return "--" + self.dest.replace("_", "-")
 
+    @property
+    def ini_hint(self) -> str:
+        """What an ini value pytest itself refused should look like."""
+        if self.metavar is None:
+            return "expected true or false (or 1/0, yes/no, on/off)"
+        # pytest 9's [tool.pytest] table refuses a TOML number or list for a string key
+        return f'pytest reads this key as a string: quote it ({self.dest} = "{self.metavar}")'
+
 
 OPTIONS: tuple[Option, ...] = (
     Option("device", "DEV", DEVICE_HELP, repeat=True),
@@ -722,14 +730,21 @@ def benchmarks_disabled(config: pytest.Config) -> bool:
 
 def option_warnings(raw: Raw) -> list[str]:
     """Warnings for options that run, but not as a person likely meant them to."""
+    warnings = []
     if raw.given("save") and raw.given("fast"):
-        return [
+        warnings.append(
             "pytest-tweak: --tweak-save with --tweak-fast records a quick look as the baseline: "
             "short sampling (0.3 s, precision 3%) and no eager companion, so the entries carry "
             "no speed-up over eager and later runs are judged against a noisier baseline. "
             "Drop --tweak-fast (or tweak_fast in the ini file) to record a baseline."
-        ]
-    return []
+        )
+    # an ini tweak_append = true is a team's way of saving; on the command line, a slip
+    if raw.get("append")[1].startswith("--") and not raw.given("save"):
+        warnings.append(
+            "pytest-tweak: --tweak-append without --tweak-save does nothing: this run judges "
+            "against the baseline and writes nothing; add --tweak-save to add a run to it."
+        )
+    return warnings
 
 
 def unknown_ini_keys(keys: Iterable[str]) -> list[str]:

@@ -143,10 +143,8 @@ def _raw(config: pytest.Config) -> Raw:
             continue
         try:
             ini = config.getini(option.dest)
-        except (ValueError, pytest.UsageError) as exc:  # a bool ini key, not a truth value
-            raise pytest.UsageError(
-                f"ini option {option.dest}: {exc}; expected true or false (or 1/0, yes/no, on/off)"
-            ) from exc
+        except (ValueError, pytest.UsageError) as exc:  # not a truth value; a TOML number
+            raise pytest.UsageError(f"ini option {option.dest}: {exc}; {option.ini_hint}") from exc
         values[option.name] = (ini, f"ini option {option.dest}")
     return Raw(
         values,

@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: The version of `CaseResult.to_dict`'s layout and of the JSON report around it.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: The attribute of a test's call report that carries its case (``CaseResult.to_dict()``).
 #: pytest serializes every attribute of a report for pytest-xdist
 #: (``pytest_report_to_serializable``) and restores it on the controller.
@@ -239,6 +239,12 @@ class CaseResult:
     over_limit: tuple[str, ...] = ()
 
     @property
+    def counted(self) -> bool:
+        """Whether dynamo's counts and the compile figures exist: ``False`` for a case that
+        failed before it had figures (`of_error`), whose counts are not zero but unknown."""
+        return bool(self.compile)
+
+    @property
     def test(self) -> str:
         # the plugin's test id of a case: the device, then the config id for inductor, else
         # the backend name and the config id unless it is "default" (registry.case_id)
@@ -369,17 +375,17 @@ class CaseResult:
             "normalized": _summary_dict(self.normalized),
             "eager": _summary_dict(self.eager),
             "speedup": _summary_dict(self.speedup),
-            "iterations": self.iterations,
+            "iterations": self.iterations if self.timing is not None else None,
             "stopped": self.stopped,
             "host_bound": self.host_bound,
-            "graph_breaks": self.graph_breaks,
+            "graph_breaks": self.graph_breaks if self.counted else None,
             "break_reasons": [dict(reason) for reason in self.break_reasons],
-            "recompiles": self.recompiles,
+            "recompiles": self.recompiles if self.counted else None,
             "recompile_reasons": list(self.recompile_reasons),
             "recompile_limit_hit": self.recompile_limit_hit,
             "recompile_limit_frames": list(self.recompile_limit_frames),
-            "graph_count": self.graph_count,
-            "compile": _plain(self.compile),
+            "graph_count": self.graph_count if self.counted else None,
+            "compile": _plain(self.compile) if self.counted else None,
             "peak_memory_bytes": self.peak_memory_bytes,
             "eager_peak_memory_bytes": self.eager_peak_memory_bytes,
             "accuracy": None if self.accuracy is None else _plain(self.accuracy),
@@ -413,19 +419,19 @@ class CaseResult:
                 normalized=_summary(data["normalized"], "normalized"),
                 eager=_summary(data["eager"], "eager"),
                 speedup=_summary(data["speedup"], "speedup"),
-                iterations=int(data["iterations"]),
+                iterations=int(data["iterations"] or 0),
                 stopped=data["stopped"],
                 host_bound=bool(data["host_bound"]),
-                graph_breaks=int(data["graph_breaks"]),
+                graph_breaks=int(data["graph_breaks"] or 0),
                 break_reasons=tuple(dict(r) for r in data["break_reasons"]),
-                recompiles=int(data["recompiles"]),
+                recompiles=int(data["recompiles"] or 0),
                 recompile_reasons=tuple(str(r) for r in data["recompile_reasons"]),
                 recompile_limit_hit=bool(data["recompile_limit_hit"]),
                 recompile_limit_frames=tuple(
                     str(f) for f in data.get("recompile_limit_frames") or ()
                 ),
-                graph_count=int(data["graph_count"]),
-                compile=dict(data["compile"]),
+                graph_count=int(data["graph_count"] or 0),
+                compile=dict(data["compile"] or {}),
                 peak_memory_bytes=data["peak_memory_bytes"],
                 eager_peak_memory_bytes=data["eager_peak_memory_bytes"],
                 accuracy=None if data["accuracy"] is None else dict(data["accuracy"]),
@@ -598,8 +604,8 @@ def junit_properties(case: CaseResult) -> list[tuple[str, object]]:
         ("tweak_samples", None if case.timing is None else case.timing.n),
         ("tweak_eager_median_s", None if case.eager is None else case.eager.median),
         ("tweak_speedup", None if case.speedup is None else case.speedup.median),
-        ("tweak_graph_breaks", case.graph_breaks),
-        ("tweak_recompiles", case.recompiles),
+        ("tweak_graph_breaks", case.graph_breaks if case.counted else None),
+        ("tweak_recompiles", case.recompiles if case.counted else None),
         ("tweak_compile_time_s", case.compile.get("time_s")),
         ("tweak_peak_memory_bytes", case.peak_memory_bytes),
         ("tweak_baseline_median_s", None if case.baseline is None else case.baseline.median_s),

@@ -25,6 +25,7 @@ from .options import (
 from .reports.text import (
     change_text,
     compile_text,
+    count_text,
     limit_text,
     margin_text,
     recompile_texts,
@@ -350,13 +351,12 @@ def _row(case: CaseResult) -> tuple[str, ...]:
     if case.device_time is not None:
         median += f" (device {format_seconds(case.device_time.median)})"
     baseline = case.baseline
-    breaks = str(case.graph_breaks)
-    recompiles = str(case.recompiles)
-    if baseline is not None and case.verdict.status is not Status.NOT_COMPARED:
-        if baseline.graph_breaks != case.graph_breaks:
-            breaks += f" (was {baseline.graph_breaks})"
-        if baseline.recompiles != case.recompiles:
-            recompiles += f" (was {baseline.recompiles})"
+    breaks = count_text(
+        case.graph_breaks, None if baseline is None else baseline.graph_breaks, case
+    )
+    recompiles = count_text(
+        case.recompiles, None if baseline is None else baseline.recompiles, case
+    )
     return (
         case.test,  # the user's own parameters kept: test_x[16], not test_x
         case.device,
@@ -384,6 +384,8 @@ def _compile_cell(case: CaseResult) -> str:
 def _accuracy_cell(accuracy: Mapping[str, Any] | None) -> str:
     if accuracy is None or not accuracy.get("checked", True):
         return "-"
+    if accuracy.get("ok", True) and not accuracy.get("tensors", 1):
+        return "ok"  # no tensor in the output (None, numbers, strings): equal, no error to show
     return f"{'ok' if accuracy.get('ok', True) else 'WRONG'} {float(accuracy['max_abs']):.1g}"
 
 
@@ -438,8 +440,11 @@ def summary_lines(cases: Iterable[CaseResult]) -> list[str]:
     ]
     if details:
         lines.append("")
+        short = [case.nodeid.split("::", 1)[-1] for case in cases]
         for case, reasons in details:
-            lines.append(f"{case.nodeid.split('::', 1)[-1]}:")
+            name = case.nodeid.split("::", 1)[-1]
+            # the same test name in two files: the whole node id says which
+            lines.append(f"{case.nodeid if short.count(name) > 1 else name}:")
             lines += reasons
     return lines
 

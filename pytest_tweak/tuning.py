@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .backends import Backend, TorchInductorBackend, model_device
+from .backends import Backend, TorchInductorBackend, model_device, refuse_compiled
 from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
 from .devices import DEVICES, availability
@@ -80,6 +80,7 @@ class Module:
     ) -> None:
         if not callable(model):
             raise TypeError(f"Module takes a callable model, got {type(model).__name__}")
+        refuse_compiled(model, "Module")
         if not isinstance(name, str) or not name:
             raise ValueError(f"Module needs a non-empty name (a str), got {name!r}")
         if strategy is None:
@@ -121,6 +122,16 @@ class TuneResult:
     @property
     def best(self) -> BenchmarkResult:
         return self.measurements[self.winner.name]
+
+    def __repr__(self) -> str:  # the measurements' outputs and samples would fill a screen
+        medians = {
+            name: None if result.median_s is None else f"{result.median_s * 1e6:.1f} us"
+            for name, result in self.measurements.items()
+        }
+        return (
+            f"TuneResult({self.module!r}, winner={self.winner.name!r}, medians={medians}, "
+            f"errors={sorted(self.errors)})"
+        )
 
 
 def tune(
@@ -168,12 +179,14 @@ def tune(
             f"MeasureSettings(max_time_s=0.1)), got {type(settings).__name__}"
         )
     args = input_data if isinstance(input_data, tuple) else (input_data,)
-    where = torch.device(device) if device is not None else model_device(module.model)
-    if where.type not in DEVICES:
+    # checked before torch reads it: torch's own error lists every device type it knows
+    given = model_device(module.model) if device is None else device
+    if str(given).split(":")[0] not in DEVICES:
         raise ValueError(
-            f"tune({module.name!r}): device {where} is not one pytest-tweak measures on: "
+            f"tune({module.name!r}): device {given} is not one pytest-tweak measures on: "
             f"pass one of {', '.join(DEVICES)}"
         )
+    where = torch.device(given)
     found = availability(where.type)
     if not found.available:
         raise RuntimeError(f"tune({module.name!r}): device {where} is not usable: {found.reason}")

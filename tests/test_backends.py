@@ -33,6 +33,14 @@ def test_autocast_runs_the_model_in_the_autocast_dtype() -> None:
     assert out.dtype == torch.bfloat16
 
 
+def test_compile_takes_a_device_name_and_refuses_what_is_not_callable() -> None:
+    config = TorchInductorBackendConfig(autocast_enabled=True, autocast_dtype=torch.bfloat16)
+    out = TorchInductorBackend(config).compile(TinyMLP(), "cpu")(torch.randn(8, 16))
+    assert out.dtype == torch.bfloat16  # "cpu" used to raise AttributeError under autocast
+    with pytest.raises(TypeError, match=r"takes an nn\.Module or a function, got int"):
+        TorchInductorBackend().compile(3)  # type: ignore[arg-type]
+
+
 def test_autocast_default_dtype_is_the_devices_default() -> None:
     config = TorchInductorBackendConfig(autocast_enabled=True)
     out = TorchInductorBackend(config).compile(TinyMLP())(torch.randn(8, 16))

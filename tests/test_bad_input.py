@@ -46,6 +46,28 @@ def test_every_flag_ini_twin_refuses_a_value_that_is_not_a_truth_value(
     )
 
 
+@pytest.mark.skipif(
+    int(pytest.__version__.split(".")[0]) < 9, reason="the native [tool.pytest] table: pytest 9"
+)
+def test_a_toml_number_for_a_string_key_says_to_quote_it(pytester: pytest.Pytester) -> None:
+    """pytest 9's [tool.pytest] refuses ``tweak_threshold = 7``; the hint appended to its error
+    used to be the bool keys' ("expected true or false") for every key."""
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    pytester.makepyprojecttoml("[tool.pytest]\ntweak_threshold = 7\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: ini option tweak_threshold: *; pytest reads this key as a string: quote it "
+            '(tweak_threshold = "PCT")'
+        ]
+    )
+    result.stderr.no_fnmatch_line("*true or false*")
+    pytester.makepyprojecttoml('[tool.pytest]\ntweak_threshold = "7"\ntweak_fast = true\n')
+    pytester.makepyfile("def test_x(): pass")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
 def test_flag_ini_twins_accept_truth_values(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_x(): pass")
     pytester.makeini("[pytest]\ntweak_fast = yes\ntweak_fail_inconclusive = 0\n")
@@ -165,6 +187,18 @@ def test_save_with_fast_warns_that_the_baseline_is_a_quick_look(
         quiet = run_suite(*args)
         quiet.assert_outcomes(passed=1)
         assert "quick look" not in quiet.stdout.str()
+
+
+def test_append_without_save_on_the_command_line_warns_that_it_does_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("def test_x(): pass")
+    warned = pytester.runpytest("--tweak-append")
+    warned.assert_outcomes(passed=1, warnings=1)
+    warned.stdout.fnmatch_lines(["*--tweak-append without --tweak-save does nothing*"])
+    pytester.runpytest("--tweak-append", "--tweak-save").assert_outcomes(passed=1)
+    pytester.makeini("[pytest]\ntweak_append = true\n")  # a team's way of saving: no word
+    pytester.runpytest().assert_outcomes(passed=1)
 
 
 def test_save_with_benchmarks_disabled_is_refused_before_any_test_runs(

@@ -107,6 +107,12 @@ def test_frozen_and_options_are_copied() -> None:
         config.options["x"] = 1  # type: ignore[index]
 
 
+def test_empty_options_are_no_options() -> None:
+    # options={} compiles as no options do; it used to be another config with the same id
+    assert Config(options={}) == Config() and Config(options={}).options is None
+    assert Config(mode="max-autotune", options={}) == Config(mode="max-autotune")
+
+
 def test_hashable_and_equal_by_value() -> None:
     a = Config(options={"coordinate_descent_tuning": True, "max_autotune": False})
     b = Config(options={"max_autotune": False, "coordinate_descent_tuning": True})

@@ -1023,6 +1023,18 @@ def test_pytest_benchmarks_own_options_count_tweak_cases_as_benchmarks(
             "separate tests"
         ]
     )
+    pytester.makepyfile(
+        test_mix="""
+        import torch
+
+        def test_both(benchmark, tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+            benchmark(sum, range(10))
+    """
+    )
+    result = run_suite()  # the other order: pytest-benchmark's error names tweak, not pedantic
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*Previously it was used in tweak.benchmark(...) mode*"])
 
 
 def test_benchmark_disable_runs_each_case_once_and_skips_the_comparison(

@@ -430,6 +430,47 @@ def test_the_json_report_matches_its_schema() -> None:
         _validate(bad)
 
 
+def test_a_case_without_figures_has_them_null_in_every_report() -> None:
+    """A case that failed before it compiled (its model raised) had ``compile: {}``, which the
+    schema refuses, and 0 graph breaks and recompiles, which it never had; an untimed case
+    (--benchmark-disable) had ``iterations: 0``, under the schema's minimum (seventh trial)."""
+    broken = CaseResult.of_error(
+        "test_m.py::test_boom[cpu-default]",
+        device="cpu",
+        backend="inductor",
+        config_id="default",
+        config={"mode": None},
+        error="inductor-default on cpu: ValueError: the model itself failed",
+        fingerprint=ENVIRONMENT,
+    )
+    untimed = dataclasses.replace(
+        _case("test_off", "default", None, status=Status.NOT_COMPARED), iterations=0
+    )
+    document = json_report([broken, untimed], ENVIRONMENT, SETTINGS)
+    _validate(document)
+    failed, off = document["cases"]
+    assert failed["compile"] is None and failed["iterations"] is None
+    assert (failed["graph_breaks"], failed["recompiles"], failed["graph_count"]) == (None,) * 3
+    assert off["iterations"] is None and off["graph_breaks"] == 0
+    assert CaseResult.from_dict(failed).to_dict() == failed  # the xdist round trip keeps it
+    names = dict(junit_properties(broken))
+    assert "tweak_graph_breaks" not in names and "tweak_recompiles" not in names
+    row = next(line for line in summary_lines([broken]) if "test_boom" in line).split()
+    assert row[4:8] == ["-"] * 4  # median, speed-up, graph breaks, recompiles (were 0 0)
+
+
+def test_a_case_note_names_the_file_where_two_files_share_the_test_name() -> None:
+    """Two files' ``test_alpha`` got two notes headed ``test_alpha[cpu-default]:`` alike."""
+    unstable = "the time stepped from 1.0 ms to 2.0 ms"
+    one = dataclasses.replace(_case("test_alpha", "default", 1e-3), unstable=unstable)
+    two = dataclasses.replace(one, nodeid="test_other.py::test_alpha[cpu-default]")
+    lone = dataclasses.replace(_case("test_beta", "default", 1e-3), unstable=unstable)
+    lines = summary_lines([one, two, lone])
+    assert "test_m.py::test_alpha[cpu-default]:" in lines
+    assert "test_other.py::test_alpha[cpu-default]:" in lines
+    assert "test_beta[cpu-default]:" in lines  # a name of its own stays short
+
+
 def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:
     target = tmp_path / "deep" / "report.json"
     write_atomic(target, "old")

@@ -128,6 +128,58 @@ def test_tune_on_a_device_type_pytest_tweak_does_not_measure_says_so_first() -> 
     assert all(p.device.type == "cpu" for p in model.parameters())
 
 
+def test_tune_on_a_device_name_torch_does_not_know_says_so_first() -> None:
+    # device="gpu" got torch's own RuntimeError listing every device type it knows
+    module = Module(TinyMLP(), "m", strategy=OneBackendStrategy(EagerBackend()))
+    with pytest.raises(ValueError, match=r"^tune\('m'\): device gpu is not one pytest-tweak"):
+        tune(module, torch.randn(1, 16), device="gpu")
+
+
+def test_a_model_torch_compile_compiled_already_is_refused_with_what_to_pass() -> None:
+    """Compiled again, its eager reference was compiled too: a speed-up of 1.58x where the
+    model's own was 0.48x, and a recompile that only the wrapping made (seventh user trial)."""
+    model = TinyMLP()
+    with pytest.raises(
+        TypeError,
+        match=r"OptimizedModule around TinyMLP\): pass the model itself \(compiled._orig_mod\)",
+    ):
+        Module(torch.compile(model), "m")
+    with pytest.raises(TypeError, match=r"a function torch\.compile returned"):
+        Module(torch.compile(lambda x: x + 1), "f")
+    in_place = TinyMLP()
+    in_place.compile()
+    with pytest.raises(TypeError, match=r"a TinyMLP whose .compile\(\) was called"):
+        Module(in_place, "m")
+    Module(model, "m")  # the model itself is fine
+
+
+def test_a_model_that_changes_its_input_in_place_is_named_as_the_reason() -> None:
+    class AddsToInput(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(16, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            x.add_(1.0)
+            return self.lin(x)
+
+    with torch.no_grad():
+        result = tune(Module(AddsToInput(), "m"), torch.randn(4, 16), settings=QUICK)
+    accuracy = result.best.accuracy
+    assert accuracy is not None and not accuracy.checked
+    assert accuracy.problem is not None
+    assert accuracy.problem.startswith("the model changes its input args[0] in place")
+
+
+def test_results_print_briefly() -> None:
+    """A TuneResult printed used to dump every output tensor and sample (30 KB for a BERT)."""
+    result = tune(Module(TinyMLP(), "tiny"), torch.randn(4, 16), settings=QUICK)
+    text = repr(result)
+    assert text.startswith("TuneResult('tiny', winner='inductor-default', medians={")
+    assert "tensor(" not in text and len(text) < 300
+    assert "samples=" not in repr(result.best) and "output=" not in repr(result.best)
+
+
 def test_best_of_compares_the_seeds_other_backends() -> None:
     """The seed's comparison: inductor against the backends that install here."""
     from pytest_tweak import AotEagerBackend, OpenVINOBackend, TorchAOBackend

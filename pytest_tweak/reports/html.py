@@ -19,6 +19,7 @@ from ..results import CaseResult, TuneRow, interval, suite_tuning
 from .text import (
     break_text,
     case_reasons,
+    count_text,
     counts_text,
     device_text,
     ordered_tests,
@@ -379,8 +380,18 @@ def _table(group: Sequence[CaseResult]) -> str:
             ("-" if change is None else f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%", "num"),
             ("-" if case.speedup is None else f"{case.speedup.median:.2f}x", "num"),
             ("-" if case.eager is None else format_seconds(case.eager.median), "num"),
-            (_was(case.graph_breaks, baseline.graph_breaks if baseline else None), "num"),
-            (_was(case.recompiles, baseline.recompiles if baseline else None), "num"),
+            (
+                count_text(
+                    case.graph_breaks, None if baseline is None else baseline.graph_breaks, case
+                ),
+                "num",
+            ),
+            (
+                count_text(
+                    case.recompiles, None if baseline is None else baseline.recompiles, case
+                ),
+                "num",
+            ),
             (
                 "-"
                 if "time_s" not in compile_
@@ -415,10 +426,6 @@ def _median_cell(case: CaseResult) -> str:
         f'<span title="{escape(spread)}">{format_seconds(timing.median)} '
         f"±{timing.rel_ci_pct:.1f}%{escape(device_text(case))}</span>"
     )
-
-
-def _was(now: int, was: int | None) -> str:
-    return str(now) if was is None or was == now else f"{now} (was {was})"
 
 
 def _problems(group: Sequence[CaseResult]) -> str:

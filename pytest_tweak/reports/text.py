@@ -207,6 +207,10 @@ def speedup_text(case: CaseResult) -> str:
 
 
 def count_text(now: int, was: int | None, case: CaseResult) -> str:
+    """A graph-break or recompile count, with the baseline's where it differs; ``-`` for a
+    case that failed before dynamo counted anything."""
+    if not case.counted:
+        return "-"
     if was is None or was == now or case.verdict.status is Status.NOT_COMPARED:
         return str(now)
     return f"{now} (was {was})"
