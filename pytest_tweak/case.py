@@ -29,6 +29,7 @@ from .counters import (
     Recompile,
     cold_caches,
     cudagraph_skips,
+    decorated_forwards,
     read_counts,
     reset_dynamo,
     watch_graph_breaks,
@@ -378,7 +379,7 @@ def run_case(
     nan = _nan_problem(output)
     if nan is not None:
         raise CaseError(f"{backend.name} on {device}: {nan}")
-    counts = read_counts(graph_breaks, type(model).__name__)
+    counts = read_counts(graph_breaks, type(model).__name__, decorated_forwards(model))
     if measurement is None:
         figures = _no_figures(compile_time_s, move_s, check_s)
     else:

@@ -32,7 +32,7 @@ import contextlib
 import linecache
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ __all__ = [
     "GraphBreakLog",
     "Recompile",
     "cold_caches",
+    "decorated_forwards",
     "graph_break_loggers",
     "known_log_artifacts",
     "logged_break",
@@ -375,13 +376,18 @@ def recompile_limit() -> int:
     return int(value)
 
 
-def read_counts(graph_breaks: GraphBreakLog, model: str | None = None) -> CompileCounts:
+def read_counts(
+    graph_breaks: GraphBreakLog,
+    model: str | None = None,
+    decorated: Mapping[tuple[str, str, int], str] | None = None,
+) -> CompileCounts:
     """Count graph breaks (those ``graph_breaks`` watched), and recompiles and graphs since
     the last `reset_dynamo`. ``model``: the compiled model's class name, which names the frame
-    dynamo compiles for a model whose ``forward`` is torch's own (`_frame_name`)."""
+    dynamo compiles for a model whose ``forward`` is torch's own (`_frame_name`);
+    ``decorated``: `decorated_forwards` of the model, which name a decorator's frame."""
     breaks = graph_breaks.breaks()
     metrics = list(_dynamo_utils.get_compilation_metrics())
-    names = _frame_names(metrics, model)
+    names = _frame_names(metrics, model, decorated or {})
     recompiles = tuple(
         Recompile(_first_line(m.recompile_reason), _frame_of(m, names))
         for m in metrics
@@ -416,10 +422,53 @@ def _frame_id(metric: Any) -> str:
     return str(getattr(metric, "compile_id", "") or "").strip("[]").split("/")[0]
 
 
-def _frame_names(metrics: list[Any], model: str | None = None) -> dict[str, str]:
+def _frame_names(
+    metrics: list[Any], model: str | None, decorated: Mapping[tuple[str, str, int], str]
+) -> dict[str, str]:
     """Each frame's name (``function (file:line)``) by its id, from the entries that name a
     code object (`_frame_of` lends it to those that do not)."""
-    return {_frame_id(m): _frame_name(m, model) for m in metrics if getattr(m, "co_name", None)}
+    return {
+        _frame_id(m): decorated.get(_code_key(m)) or _frame_name(m, model)
+        for m in metrics
+        if getattr(m, "co_name", None)
+    }
+
+
+def _code_key(metric: Any) -> tuple[str, str, int]:
+    return (
+        str(getattr(metric, "co_name", "")),
+        str(getattr(metric, "co_filename", "")),
+        int(getattr(metric, "co_firstlineno", 0) or 0),
+    )
+
+
+def decorated_forwards(model: Any) -> dict[tuple[str, str, int], str]:
+    """Names for the frames of the decorators around the ``forward`` of ``model`` and its
+    submodules, by code location (name, file, first line). A decorated forward (a Hugging Face
+    model's ``can_return_tuple``) is compiled as its decorator's wrapper frame, whose own name
+    (``wrapper (transformers/utils/generic.py:1075)``) says nothing of the model; one wrapper's
+    code serves every forward it decorates, so a location can stand for several."""
+    around: dict[tuple[str, str, int], list[str]] = {}
+    modules = model.modules() if isinstance(model, torch.nn.Module) else ()
+    for cls in dict.fromkeys(type(module) for module in modules):
+        forward: Any = getattr(cls, "forward", None)
+        wrappers = []
+        while callable(getattr(forward, "__wrapped__", None)):
+            if hasattr(forward, "__code__"):
+                wrappers.append(forward.__code__)
+            forward = forward.__wrapped__
+        code = getattr(forward, "__code__", None)
+        if code is None:
+            continue
+        own = f"{cls.__name__}.forward ({short_path(code.co_filename)}:{code.co_firstlineno})"
+        for wrapper in wrappers:
+            key = (wrapper.co_name, wrapper.co_filename, wrapper.co_firstlineno)
+            around.setdefault(key, []).append(own)
+    return {
+        key: f"{key[0]} ({short_path(key[1])}:{key[2]}), the decorator around "
+        + (forwards[0] if len(forwards) == 1 else f"one of {', '.join(forwards)}")
+        for key, forwards in around.items()
+    }
 
 
 def _frame_of(metric: Any, names: dict[str, str]) -> str:

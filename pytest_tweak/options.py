@@ -484,7 +484,9 @@ class Raw:
         if raw is None or not str(raw).strip():
             return None, source
         base = self.invocation_dir if source.startswith("--") else self.ini_dir
-        return base / str(raw), source
+        # "~/x" is the home folder's x, not a folder named "~" (an ini file, or --opt=~/x,
+        # which the shell leaves as it is)
+        return base / Path(str(raw)).expanduser(), source
 
     def number(
         self, name: str, default: float, allowed: str, check: Callable[[float], bool]

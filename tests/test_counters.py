@@ -4,6 +4,7 @@ torch._dynamo.explain."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import traceback
@@ -198,6 +199,46 @@ def test_a_recompile_of_a_torch_module_names_the_model_not_dynamos_wrapper() -> 
             compiled(torch.randn(batch, 16))
     (own,) = read_counts(breaks, "TinyMLP").recompile_reasons
     assert own.frame.startswith("forward (") and "models.py:" in own.frame
+
+
+def _returns_as_is(forward):  # a decorator, as transformers wraps its models' forwards
+    @functools.wraps(forward)
+    def wrapper(*args, **kwargs):
+        return forward(*args, **kwargs)
+
+    return wrapper
+
+
+class Decorated(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(16, 16)
+
+    @_returns_as_is
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)
+
+
+def test_a_recompile_in_a_decorated_forward_names_the_model_beside_the_decorator() -> None:
+    # a Hugging Face model's recompile named "wrapped_func (.../deprecation.py:126)" alone
+    # (found in the seventh user trial): dynamo compiles the decorator's frame
+    result = run_case(
+        Decorated(),
+        (),
+        {},
+        backend=TorchInductorBackend(TorchInductorBackendConfig(dynamic=False)),
+        device=CPU,
+        settings=QUICK,
+        runner=LocalRunner(),
+        inputs=[torch.randn(4, 16), torch.randn(8, 16)],
+    )
+    (recompile,) = result.recompile_reasons
+    assert re.fullmatch(
+        r"wrapper \(.*test_counters\.py:\d+\), the decorator around "
+        r"Decorated\.forward \(.*test_counters\.py:\d+\)",
+        recompile.frame,
+    ), recompile.frame
+    assert "size mismatch" in recompile.reason
 
 
 def test_counts_do_not_leak_between_cases() -> None:

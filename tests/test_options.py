@@ -123,6 +123,19 @@ def test_paths_are_relative_to_the_command_line_or_to_the_ini_file(tmp_path: Pat
     assert resolve_options(raw).baseline_path == tmp_path / "ini" / "b.json"
 
 
+def test_a_path_from_the_home_folder_is_the_home_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an ini "~/b.json" saved into a folder named "~" beside the ini file
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    raw = Raw({"baseline": ("~/b.json", "ini option tweak_baseline")}, ini_dir=tmp_path)
+    assert resolve_options(raw).baseline_path == tmp_path / "home" / "b.json"
+    assert (
+        resolve_options(_raw(tmp_path, json="~/r.json")).json_path == tmp_path / "home" / "r.json"
+    )
+
+
 def test_a_report_path_that_is_a_folder_stops_the_run(tmp_path: Path) -> None:
     (tmp_path / "here" / "reports").mkdir(parents=True)
     with pytest.raises(OptionError) as caught:
