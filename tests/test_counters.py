@@ -49,7 +49,9 @@ def _run(
     model: torch.nn.Module,
     config: TorchInductorBackendConfig | None = None,
     settings: MeasureSettings = QUICK,
+    inputs: list[torch.Tensor] | None = None,
 ):
+    """One case on cpu; with ``inputs``, one call runs the model on each input set."""
     x = torch.randn(4, 16)
     return run_case(
         model,
@@ -59,6 +61,7 @@ def _run(
         device=CPU,
         settings=settings,
         runner=LocalRunner(),
+        inputs=inputs,
     )
 
 
@@ -178,16 +181,8 @@ def test_a_recompile_of_a_torch_module_names_the_model_not_dynamos_wrapper() -> 
     # the module's call, and the reason used to name "inner (.../external_utils.py:67)"
     # (found in the fifth user trial)
     model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU())
-    result = run_case(
-        model,
-        (),
-        {},
-        backend=TorchInductorBackend(TorchInductorBackendConfig(dynamic=False)),
-        device=CPU,
-        settings=QUICK,
-        runner=LocalRunner(),
-        inputs=[torch.randn(4, 16), torch.randn(8, 16)],
-    )
+    static = TorchInductorBackendConfig(dynamic=False)
+    result = _run(model, static, inputs=[torch.randn(4, 16), torch.randn(8, 16)])
     (recompile,) = result.recompile_reasons
     assert recompile.frame == "Sequential.forward (torch's own; compiled through dynamo's wrapper)"
     assert "size mismatch" in recompile.reason
@@ -222,16 +217,8 @@ class Decorated(torch.nn.Module):
 def test_a_recompile_in_a_decorated_forward_names_the_model_beside_the_decorator() -> None:
     # a Hugging Face model's recompile named "wrapped_func (.../deprecation.py:126)" alone
     # (found in the seventh user trial): dynamo compiles the decorator's frame
-    result = run_case(
-        Decorated(),
-        (),
-        {},
-        backend=TorchInductorBackend(TorchInductorBackendConfig(dynamic=False)),
-        device=CPU,
-        settings=QUICK,
-        runner=LocalRunner(),
-        inputs=[torch.randn(4, 16), torch.randn(8, 16)],
-    )
+    static = TorchInductorBackendConfig(dynamic=False)
+    result = _run(Decorated(), static, inputs=[torch.randn(4, 16), torch.randn(8, 16)])
     (recompile,) = result.recompile_reasons
     assert re.fullmatch(
         r"wrapper \(.*test_counters\.py:\d+\), the decorator around "
@@ -395,16 +382,7 @@ def test_several_input_sets_count_recompiles_by_dynamic_setting() -> None:
     for dynamic in (True, None, False):
         # fresh tensors per case: dynamo marks the tensors it compiled dynamic
         inputs = [torch.randn(batch, 16) for batch in (2, 8, 32)]
-        result = run_case(
-            TinyMLP(),
-            (),
-            {},
-            backend=TorchInductorBackend(TorchInductorBackendConfig(dynamic=dynamic)),
-            device=CPU,
-            settings=QUICK,
-            runner=LocalRunner(),
-            inputs=inputs,
-        )
+        result = _run(TinyMLP(), TorchInductorBackendConfig(dynamic=dynamic), inputs=inputs)
         assert result.input_sets == 3 and len(result.output) == 3
         recompiles[dynamic] = result.recompiles
         assert result.accuracy is not None and result.accuracy.ok
