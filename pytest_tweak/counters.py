@@ -452,8 +452,9 @@ def decorated_forwards(model: Any) -> dict[tuple[str, str, int], str]:
     modules = model.modules() if isinstance(model, torch.nn.Module) else ()
     for cls in dict.fromkeys(type(module) for module in modules):
         forward: Any = getattr(cls, "forward", None)
-        wrappers = []
-        while callable(getattr(forward, "__wrapped__", None)):
+        wrappers: list[Any] = []
+        # a bound: a __wrapped__ that leads back to itself would loop forever
+        while callable(getattr(forward, "__wrapped__", None)) and len(wrappers) < 16:
             if hasattr(forward, "__code__"):
                 wrappers.append(forward.__code__)
             forward = forward.__wrapped__
@@ -463,7 +464,9 @@ def decorated_forwards(model: Any) -> dict[tuple[str, str, int], str]:
         own = f"{cls.__name__}.forward ({short_path(code.co_filename)}:{code.co_firstlineno})"
         for wrapper in wrappers:
             key = (wrapper.co_name, wrapper.co_filename, wrapper.co_firstlineno)
-            around.setdefault(key, []).append(own)
+            forwards = around.setdefault(key, [])
+            if own not in forwards:  # one class's chain may hold one wrapper twice
+                forwards.append(own)
     return {
         key: f"{key[0]} ({short_path(key[1])}:{key[2]}), the decorator around "
         + (forwards[0] if len(forwards) == 1 else f"one of {', '.join(forwards)}")

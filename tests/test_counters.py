@@ -29,6 +29,7 @@ from pytest_tweak import TorchInductorBackend, TorchInductorBackendConfig
 from pytest_tweak.case import LocalRunner, run_case
 from pytest_tweak.counters import (
     BreakReason,
+    decorated_forwards,
     graph_break_loggers,
     logged_break,
     read_counts,
@@ -226,6 +227,16 @@ def test_a_recompile_in_a_decorated_forward_names_the_model_beside_the_decorator
         recompile.frame,
     ), recompile.frame
     assert "size mismatch" in recompile.reason
+
+
+def test_a_wrapped_chain_that_leads_back_to_itself_ends() -> None:
+    class Looped(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+    Looped.forward.__wrapped__ = Looped.forward  # type: ignore[attr-defined]
+    (name,) = decorated_forwards(Looped()).values()  # it ends, naming the class once
+    assert re.fullmatch(r"forward \(.*\), the decorator around Looped\.forward \(.*\)", name)
 
 
 def test_counts_do_not_leak_between_cases() -> None:
