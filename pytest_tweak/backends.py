@@ -67,17 +67,19 @@ def refuse_compiled(model: Any, where: str) -> None:
     ``.compile()`` was called): compiled again, its eager reference would be compiled too, and
     the speed-up, the counts and the recompiles would be of the wrapping, not of the model."""
     if isinstance(model, torch._dynamo.eval_frame.OptimizedModule):
-        what, fix = f"an OptimizedModule around {type(model._orig_mod).__name__}", "._orig_mod"
+        what = f"an OptimizedModule around {type(model._orig_mod).__name__}"
+        fix = "the model itself (compiled._orig_mod)"
     elif getattr(model, "_torchdynamo_orig_callable", None) is not None:
-        what, fix = "a function torch.compile returned", " uncompiled"
+        what, fix = "a function torch.compile returned", "the model uncompiled"
     elif getattr(model, "_compiled_call_impl", None) is not None:
-        what, fix = f"a {type(model).__name__} whose .compile() was called", " before .compile()"
+        what = f"a {type(model).__name__} whose .compile() was called"
+        fix = "the model before .compile()"
     else:
         return
     raise TypeError(
-        f"{where} was given a model torch.compile compiled already ({what}): pass the model"
-        f"{fix if fix.startswith(' ') else f' itself (compiled{fix})'}; pytest-tweak compiles "
-        "it once per backend config and times it against itself uncompiled"
+        f"{where} was given a model torch.compile compiled already ({what}): pass {fix}; "
+        "pytest-tweak compiles it once per backend config and times it against itself "
+        "uncompiled"
     )
 
 

@@ -427,11 +427,13 @@ def _frame_names(
 ) -> dict[str, str]:
     """Each frame's name (``function (file:line)``) by its id, from the entries that name a
     code object (`_frame_of` lends it to those that do not)."""
-    return {
-        _frame_id(m): decorated.get(_code_key(m)) or _frame_name(m, model)
-        for m in metrics
-        if getattr(m, "co_name", None)
-    }
+    names = {}
+    for metric in metrics:
+        if getattr(metric, "co_name", None):
+            around = decorated.get(_code_key(metric))
+            name = _frame_name(metric, model)
+            names[_frame_id(metric)] = name if around is None else f"{name}, {around}"
+    return names
 
 
 def _code_key(metric: Any) -> tuple[str, str, int]:
@@ -443,11 +445,13 @@ def _code_key(metric: Any) -> tuple[str, str, int]:
 
 
 def decorated_forwards(model: Any) -> dict[tuple[str, str, int], str]:
-    """Names for the frames of the decorators around the ``forward`` of ``model`` and its
-    submodules, by code location (name, file, first line). A decorated forward (a Hugging Face
-    model's ``can_return_tuple``) is compiled as its decorator's wrapper frame, whose own name
-    (``wrapper (transformers/utils/generic.py:1075)``) says nothing of the model; one wrapper's
-    code serves every forward it decorates, so a location can stand for several."""
+    """What the frames of the decorators around the ``forward`` of ``model`` and its
+    submodules wrap (``the decorator around Model.forward (file:line)``), by code location
+    (name, file, first line), for `read_counts` to add to the frame's name. A decorated
+    forward (a Hugging Face model's ``can_return_tuple``) is compiled as its decorator's
+    wrapper frame, whose own name (``wrapper (transformers/utils/generic.py:1075)``) says
+    nothing of the model; one wrapper's code serves every forward it decorates, so a location
+    can stand for several."""
     around: dict[tuple[str, str, int], list[str]] = {}
     modules = model.modules() if isinstance(model, torch.nn.Module) else ()
     for cls in dict.fromkeys(type(module) for module in modules):
@@ -468,7 +472,7 @@ def decorated_forwards(model: Any) -> dict[tuple[str, str, int], str]:
             if own not in forwards:  # one class's chain may hold one wrapper twice
                 forwards.append(own)
     return {
-        key: f"{key[0]} ({short_path(key[1])}:{key[2]}), the decorator around "
+        key: "the decorator around "
         + (forwards[0] if len(forwards) == 1 else f"one of {', '.join(forwards)}")
         for key, forwards in around.items()
     }

@@ -5,6 +5,7 @@ of a running case. All of it reads plain data (`pytest_tweak.results.CaseResult`
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import sys
@@ -440,11 +441,11 @@ def summary_lines(cases: Iterable[CaseResult]) -> list[str]:
     ]
     if details:
         lines.append("")
-        short = [case.nodeid.split("::", 1)[-1] for case in cases]
+        short = collections.Counter(case.nodeid.split("::", 1)[-1] for case in cases)
         for case, reasons in details:
             name = case.nodeid.split("::", 1)[-1]
             # the same test name in two files: the whole node id says which
-            lines.append(f"{case.nodeid if short.count(name) > 1 else name}:")
+            lines.append(f"{case.nodeid if short[name] > 1 else name}:")
             lines += reasons
     return lines
 
