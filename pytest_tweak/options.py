@@ -355,6 +355,13 @@ class Option:
     def flag(self) -> str:
         return "--" + self.dest.replace("_", "-")
 
+    def ini_source(self, inipath: Path | None, invocation_dir: Path) -> str:
+        """Where an ini value came from, for messages: the key and the file that holds it
+        (a suite can have several candidate files: pytest.ini, pyproject.toml, tox.ini)."""
+        if inipath is None:
+            return f"ini option {self.dest}"
+        return f"ini option {self.dest} in {os.path.relpath(inipath, invocation_dir)}"
+
     @property
     def ini_hint(self) -> str:
         """What an ini value pytest itself refused should look like."""

@@ -141,11 +141,12 @@ def _raw(config: pytest.Config) -> Raw:
         if value is not None:
             values[option.name] = (value, option.flag)
             continue
+        source = option.ini_source(config.inipath, config.invocation_params.dir)
         try:
             ini = config.getini(option.dest)
         except (ValueError, pytest.UsageError) as exc:  # not a truth value; a TOML number
-            raise pytest.UsageError(f"ini option {option.dest}: {exc}; {option.ini_hint}") from exc
-        values[option.name] = (ini, f"ini option {option.dest}")
+            raise pytest.UsageError(f"{source}: {exc}; {option.ini_hint}") from exc
+        values[option.name] = (ini, source)
     return Raw(
         values,
         invocation_dir=config.invocation_params.dir,

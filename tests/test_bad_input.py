@@ -28,7 +28,7 @@ def test_every_valued_option_refuses_garbage_naming_the_option_and_the_value(
     else:
         pytester.makeini(f"[pytest]\ntweak_{name} = @bad@\n")
         result = run()
-        source = f"ini option tweak_{name}"
+        source = f"ini option tweak_{name} in tox.ini"
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {source}: *'@bad@'*"])
 
@@ -42,7 +42,10 @@ def test_every_flag_ini_twin_refuses_a_value_that_is_not_a_truth_value(
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        [f"ERROR: ini option tweak_{name}: invalid truth value 'maybe'; expected true or false*"]
+        [
+            f"ERROR: ini option tweak_{name} in tox.ini: invalid truth value 'maybe'; "
+            "expected true or false*"
+        ]
     )
 
 
@@ -58,7 +61,8 @@ def test_a_toml_number_for_a_string_key_says_to_quote_it(pytester: pytest.Pytest
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: ini option tweak_threshold: *; pytest reads this key as a string: quote it "
+            "ERROR: ini option tweak_threshold in pyproject.toml: *; "
+            "pytest reads this key as a string: quote it "
             '(tweak_threshold = "PCT")'
         ]
     )

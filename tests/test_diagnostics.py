@@ -256,7 +256,10 @@ def test_ini_limits_apply_to_every_test_and_a_marker_lifts_them(
     result = run_suite()
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["  - graph breaks 1 exceed the limit 0 (set by ini option tweak_max_graph_breaks)"]
+        [
+            "  - graph breaks 1 exceed the limit 0 "
+            "(set by ini option tweak_max_graph_breaks in tox.ini)"
+        ]
     )
     result.stdout.fnmatch_lines(["tweak: *, max-graph-breaks=0"])
 

@@ -3,6 +3,7 @@ end-to-end runs in test_bad_input.py and test_plugin.py check that the plugin fe
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +235,15 @@ def test_every_option_has_a_flag_an_ini_key_and_help() -> None:
         assert option.flag == "--tweak-" + option.name.replace("_", "-")
         assert option.dest == f"tweak_{option.name}"
         assert option.help.strip()
+
+
+def test_an_ini_source_names_the_file_relative_to_where_pytest_was_invoked(tmp_path: Path) -> None:
+    option = next(option for option in OPTIONS if option.name == "threshold")
+    ini = tmp_path / "proj" / "pyproject.toml"
+    assert option.ini_source(None, tmp_path) == "ini option tweak_threshold"
+    assert (
+        option.ini_source(ini, tmp_path / "proj") == "ini option tweak_threshold in pyproject.toml"
+    )
+    assert option.ini_source(ini, tmp_path / "proj" / "tests") == (
+        f"ini option tweak_threshold in ..{os.sep}pyproject.toml"
+    )

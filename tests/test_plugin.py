@@ -309,8 +309,12 @@ def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
             "*--tweak-threshold: invalid value 'abc'; expected a percentage > 0",
         ),
         (["--tweak-threshold=0"], "", "*--tweak-threshold: invalid value '0'*"),
-        ([], "tweak_threshold = -5", "*ini option tweak_threshold: invalid value '-5'*"),
-        ([], "tweak_device = cpu,tpu", "*ini option tweak_device: unknown device 'tpu'*"),
+        ([], "tweak_threshold = -5", "*ini option tweak_threshold in tox.ini: invalid value '-5'*"),
+        (
+            [],
+            "tweak_device = cpu,tpu",
+            "*ini option tweak_device in tox.ini: unknown device 'tpu'*",
+        ),
         (
             ["--tweak-min-rounds=2.5"],
             "",
@@ -329,7 +333,7 @@ def test_options_are_documented_in_help(pytester: pytest.Pytester) -> None:
             "*--tweak-threshold: invalid value 'tpu=5'; expected a percentage > 0, or "
             "DEVICE=PCT pairs*",
         ),
-        ([], "tweak_run_noise = cpu=-1", "*ini option tweak_run_noise: invalid value*"),
+        ([], "tweak_run_noise = cpu=-1", "*ini option tweak_run_noise in tox.ini: invalid value*"),
     ],
 )
 def test_bad_option_values_are_usage_errors(

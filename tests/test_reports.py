@@ -783,7 +783,7 @@ def test_a_report_under_a_file_is_refused_naming_the_ini_option(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "ERROR: ini option tweak_html: cannot write the HTML report to "
+            "ERROR: ini option tweak_html in tox.ini: cannot write the HTML report to "
             "*notes.txt/report.html: *notes.txt is not a writable folder"
         ]
     )
