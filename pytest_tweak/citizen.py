@@ -26,6 +26,7 @@ __all__ = [
     "is_own_tweak",
     "mentions_tweak",
     "register_device_markers",
+    "register_tweak_markers",
     "registered_markers",
     "sees_own_tweak",
 ]
@@ -79,6 +80,28 @@ def registered_markers(config: pytest.Config) -> set[str]:
     """The names of the markers registered so far (ini ``markers`` lines and plugins')."""
     lines: list[str] = config.getini("markers")
     return {line.split(":")[0].split("(")[0].strip() for line in lines}
+
+
+#: pytest-tweak's own markers, registered in every session (``--strict-markers`` knows them).
+_TWEAK_MARKERS = (
+    "tweak_configs(*configs): run the test's `tweak` cases once per config given: "
+    "TorchInductorBackendConfig, or the config of another registered backend "
+    "(AotEagerBackendConfig, TorchAOBackendConfig, OpenVINOBackendConfig, ...); without "
+    "it, one case with TorchInductorBackendConfig() (pytest-tweak)",
+    "tweak_backends(*names): run the test's `tweak` cases once per backend named "
+    "(inductor, eager, aot_eager, torchao, openvino, or one a plugin registers), each with "
+    "its configs from tweak_configs or else its default config (pytest-tweak)",
+    "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None): fail the "
+    "test's `tweak` cases when they have more graph breaks, recompiles or graphs inductor "
+    "ran without CUDA graphs than this, baseline or not; None: no limit; overrides "
+    "--tweak-max-graph-breaks and --tweak-max-recompiles (pytest-tweak)",
+)
+
+
+def register_tweak_markers(config: pytest.Config) -> None:
+    """Register ``tweak_configs``, ``tweak_backends`` and ``tweak_limits``."""
+    for line in _TWEAK_MARKERS:
+        config.addinivalue_line("markers", line)
 
 
 def register_device_markers(config: pytest.Config) -> None:

@@ -6,6 +6,7 @@ Commands::
     diff OLD NEW [judging options]      judge NEW's entries against OLD, as the plugin would
     merge OUT IN [IN ...]               merge baseline files (sharded jobs) into OUT
     accept BASELINE NEW [--test PAT]    take NEW's entries (or some) into BASELINE
+    remove BASELINE --test PAT          drop entries (of renamed or deleted tests)
 
 Exit codes: 0 done (``diff``: nothing regressed); 1 ``diff`` found a regression (or, with
 ``--fail-inconclusive``, an inconclusive comparison); 2 a usage error, or a file missing,
@@ -13,9 +14,10 @@ unreadable or not a baseline file (nothing is written then); 141 the reader of t
 closed it (``| head``), as for any command SIGPIPE ends.
 
 ``diff`` judges with `pytest_tweak.verdict.judge` and the plugin's defaults
-(`pytest_tweak.options`), so its verdicts are the ones ``pytest`` would give. ``merge`` and
-``accept`` write through `pytest_tweak.baselines.update_baselines`: under the file's lock,
-replaced atomically, every other entry kept, a broken file refused and left untouched.
+(`pytest_tweak.options`), so its verdicts are the ones ``pytest`` would give. ``merge``,
+``accept`` and ``remove`` write through `pytest_tweak.baselines.update_baselines`: under the
+file's lock, replaced atomically, every other entry kept, a broken file refused and left
+untouched.
 Unreadable entries are reported by test id and carried as found. Files are read as JSON only.
 """
 
@@ -218,6 +220,27 @@ def _parser() -> argparse.ArgumentParser:
         help="take only the test ids containing PATTERN, or matching it as a glob (the whole "
         "id or the test name, e.g. 'test_mlp*'; repeatable; default: all of NEW's entries)",
     )
+    remove = commands.add_parser(
+        "remove",
+        help="drop the selected entries from BASELINE (tests renamed or deleted)",
+        description=(
+            "Remove BASELINE's entries for the selected tests, readable or not; every other "
+            "entry is kept. BASELINE is replaced atomically under its lock. A pattern that "
+            "matches no entry is an error and nothing is written."
+        ),
+    )
+    remove.add_argument(
+        "baseline", metavar="BASELINE", type=_file_name, help="the baseline file to update"
+    )
+    remove.add_argument(
+        "--test",
+        action="append",
+        metavar="PATTERN",
+        type=_pattern,
+        required=True,
+        help="remove the test ids containing PATTERN, or matching it as a glob (the whole id "
+        "or the test name, e.g. 'test_old*'; repeatable; required)",
+    )
     return parser
 
 
@@ -249,6 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "diff": _diff,
         "merge": _merge,
         "accept": _accept,
+        "remove": _remove,
     }
     try:
         code = commands[args.command](args)
@@ -747,4 +771,30 @@ def _accept(args: argparse.Namespace) -> int:
         old = before.get(key)
         was = "new" if old is None else f"was {format_seconds(old.median_s)}"
         _out(f"  {key}: {format_seconds(entry.median_s)} ({was})")
+    return EXIT_OK
+
+
+def _remove(args: argparse.Namespace) -> int:
+    baseline = Path(args.baseline)
+    patterns: list[str] = args.test
+    found = _read(args.baseline, "baseline file")
+    _check_patterns(patterns, {*found.entries, *found.raw}, args.baseline, "nothing was removed")
+    removed: list[str] = []
+
+    def update(on_disk: BaselineFile) -> BaselineFile:  # the file as it is under the lock
+        removed[:] = sorted(k for k in {*on_disk.entries, *on_disk.raw} if _matches(k, patterns))
+        if not removed:  # another process changed the file since it was read
+            raise CliError(f"{baseline} holds no entry --test selects now; nothing was removed")
+        entries = {k: e for k, e in on_disk.entries.items() if k not in removed}
+        raw = {k: v for k, v in on_disk.raw.items() if k not in removed}
+        return BaselineFile(entries=entries, raw=raw)
+
+    written = update_baselines(baseline, update)
+    kept = len(written.entries) + len(written.raw)
+    _out(
+        f"removed {_entries(len(removed))} from {baseline} "
+        f"(kept {kept} other entr{'y' if kept == 1 else 'ies'}):"
+    )
+    for key in removed:
+        _out(f"  {key}")
     return EXIT_OK

@@ -9,7 +9,9 @@ fails the collection of that test with a message naming what is wrong.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +23,7 @@ from .options import LIMIT_KEYS, TweakOptions
 from .registry import DEFAULT_BACKEND, BackendRegistry
 from .verdict import Limits
 
-__all__ = ["NO_DEVICE", "TweakCase", "case_of", "parametrize", "selects_tweak"]
+__all__ = ["NO_DEVICE", "CollectedTests", "TweakCase", "case_of", "parametrize", "selects_tweak"]
 
 
 @dataclass(frozen=True)
@@ -306,3 +308,50 @@ def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:
         values[key] = value
         values[f"{key}_source"] = "@pytest.mark.tweak_limits"
     return Limits(**values)
+
+
+@dataclass
+class CollectedTests:
+    """The files the run collected tests from, each with its imported module, to tell the
+    baseline entries whose test is gone: renamed, or its file deleted.
+
+    A test's presence is looked up in its module, not among the collected tests, which
+    ``-k``, ``-m``, ``--lf`` or a plugin may have narrowed.
+
+    Attributes:
+        modules: Each collected file's part of the test id -> its module (None: not Python).
+    """
+
+    modules: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, nodeid: str, module: Any) -> None:
+        """Record one collected item: its test id and its module (``item.module``)."""
+        self.modules.setdefault(nodeid.split("::", 1)[0], module)
+
+    def gone(self, keys: Iterable[str], rootdir: Path) -> list[str]:
+        """The ``keys`` (baseline entries' test ids) whose test no longer exists: a collected
+        file whose module has no test of that name (``a.py::test_x[cpu-default]``: no
+        ``test_x``; ``a.py::TestK::test_x``: no ``TestK.test_x``), or a file that no longer
+        exists under ``rootdir``. Nothing when no key's file was collected: the ids may be
+        from another ``--rootdir``, and the run cannot tell."""
+        keys = list(keys)
+        if not any(key.split("::", 1)[0] in self.modules for key in keys):
+            return []
+        gone = []
+        for key in keys:
+            file, _, name = key.split("[", 1)[0].partition("::")
+            if file not in self.modules:
+                if not (rootdir / file).exists():
+                    gone.append(key)
+                continue
+            module = self.modules[file]
+            if module is not None and _attribute(module, name.split("::")) is None:
+                gone.append(key)
+        return sorted(gone)
+
+
+def _attribute(obj: Any, path: Sequence[str]) -> Any:
+    """``obj.a.b`` for ``path`` ``["a", "b"]``; None where one is missing."""
+    for part in path:
+        obj = getattr(obj, part, None)
+    return obj

@@ -19,7 +19,14 @@ import pytest
 
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
-from .citizen import ini_keys, is_own_tweak, mentions_tweak, register_device_markers, sees_own_tweak
+from .citizen import (
+    ini_keys,
+    is_own_tweak,
+    mentions_tweak,
+    register_device_markers,
+    register_tweak_markers,
+    sees_own_tweak,
+)
 from .collect import TweakCase, case_of, parametrize, selects_tweak
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
@@ -63,20 +70,6 @@ _GIVEN_KEY = pytest.StashKey[bool]()
 _MARKERS_KEY = pytest.StashKey[bool]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
-
-_MARKERS = (
-    "tweak_configs(*configs): run the test's `tweak` cases once per config given: "
-    "TorchInductorBackendConfig, or the config of another registered backend "
-    "(AotEagerBackendConfig, TorchAOBackendConfig, OpenVINOBackendConfig, ...); without "
-    "it, one case with TorchInductorBackendConfig() (pytest-tweak)",
-    "tweak_backends(*names): run the test's `tweak` cases once per backend named "
-    "(inductor, eager, aot_eager, torchao, openvino, or one a plugin registers), each with "
-    "its configs from tweak_configs or else its default config (pytest-tweak)",
-    "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None): fail the "
-    "test's `tweak` cases when they have more graph breaks, recompiles or graphs inductor "
-    "ran without CUDA graphs than this, baseline or not; None: no limit; overrides "
-    "--tweak-max-graph-breaks and --tweak-max-recompiles (pytest-tweak)",
-)
 
 
 class TweakWarning(pytest.PytestWarning):
@@ -159,8 +152,7 @@ def _raw(config: pytest.Config) -> Raw:
 def pytest_configure(config: pytest.Config) -> None:
     if config.option.markers:  # `pytest --markers` documents them; a session registers them
         register_device_markers(config)  # when it collects a file that uses tweak
-    for line in _MARKERS:
-        config.addinivalue_line("markers", line)
+    register_tweak_markers(config)
     raw = _raw(config)
     for warning in unknown_ini_keys(ini_keys(config)) + option_warnings(raw):
         config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
@@ -406,6 +398,9 @@ class _RunHooks:
         #: What writing the report files did: (ok, message) per file.
         self.report_lines: list[tuple[bool, str]] = []
 
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        self.state.collected.note(item.nodeid, getattr(item, "module", None))
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
@@ -492,7 +487,8 @@ class _RunHooks:
                 environment_line(state.environment_changed, state.options.fingerprint_policy),
                 yellow=True,
             )
+        gone = state.gone_entries(terminalreporter.config.rootpath)
         for line, colour in baseline_file_lines(
-            state.options, state.skipped, state.saved, self.save_error, cases
+            state.options, state.skipped, state.saved, self.save_error, cases, gone
         ):
             terminalreporter.write_line(line, **({colour: True} if colour else {}))

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
+from .collect import CollectedTests
 from .measure import Instruments
 from .options import TweakOptions
 from .results import CaseRecord, CaseResult, baseline_entry, run_record
@@ -79,6 +81,8 @@ class RunState:
         self.lock_uses: list[LockUse] = []
         #: The pytest-xdist workers that reported (on the controller).
         self.workers: list[str] = []
+        #: The files this process collected tests from, to tell entries of tests now gone.
+        self.collected = CollectedTests()
 
     def load(self) -> None:
         """Read the baseline file, once: when a case of the run needs it, so that a suite that
@@ -90,6 +94,12 @@ class RunState:
         self.baselines = found.entries
         self.skipped = found.skipped
         self.loaded = True
+
+    def gone_entries(self, rootdir: Path) -> list[str]:
+        """The baseline file's entries (read or not) whose test no longer exists
+        (`CollectedTests.gone`); nothing when the file was not read."""
+        keys = [*self.baselines, *self.skipped] if self.loaded else []
+        return self.collected.gone(keys, rootdir)
 
     def note_missing_devices(self, cases: Sequence[Any]) -> None:
         """Count the collected cases (`pytest_tweak.collect.TweakCase`, or None for other tests)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import shlex
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -493,17 +494,20 @@ def baseline_file_lines(
     outcome: SaveOutcome | None,
     save_error: str | None,
     cases: Sequence[CaseResult] = (),
+    gone: Sequence[str] = (),
 ) -> list[tuple[str, str | None]]:
     """The summary's word on ``options``' baseline file: its unreadable entries, that it
-    gated none of the run's ``cases`` (missing, or naming other tests), what a save did (the
-    cases it left out because their test failed included), and the saved cases whose
-    measurement was unstable (a baseline of a stepped series is suspect); each line with its
-    colour (``None``: plain)."""
+    gated none of the run's ``cases`` (missing, or naming other tests), its entries whose
+    test is ``gone`` (renamed or deleted), what a save did (the cases it left out because
+    their test failed included), and the saved cases whose measurement was unstable (a
+    baseline of a stepped series is suspect); each line with its colour (``None``: plain)."""
     path = options.baseline_path
     lines: list[tuple[str, str | None]] = []
     ungated = None if options.save else _ungated(path, cases)
     if ungated is not None:
         lines.append((ungated, "yellow"))
+    if gone:
+        lines.append((_gone(path, gone), "yellow"))
     if skipped:
         lines.append(
             (
@@ -573,6 +577,19 @@ def baseline_file_lines(
                 )
             )
     return lines
+
+
+def _gone(path: Path, gone: Sequence[str]) -> str:
+    """The entries of tests that no longer exist, and the command that removes them: one
+    ``--test`` per test, ending in ``[`` so that it matches that test's cases only."""
+    patterns = dict.fromkeys(key.split("[", 1)[0] + "[" if "[" in key else key for key in gone)
+    command = " ".join(f"--test {shlex.quote(pattern)}" for pattern in patterns)
+    return (
+        f"pytest-tweak: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} in {path} "
+        "belong to tests that no longer exist (renamed, or their file deleted), so they gate "
+        f"nothing: {', '.join(gone)}. If so, remove them: "
+        f"python -m pytest_tweak remove {shlex.quote(str(path))} {command}"
+    )
 
 
 def _ungated(path: Path, cases: Sequence[CaseResult]) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import types
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from pytest_tweak.baselines import (
     render,
     save_baselines,
 )
+from pytest_tweak.collect import CollectedTests
 from pytest_tweak.stats import Summary
 
 
@@ -320,3 +322,34 @@ def test_a_version_written_as_a_string_says_to_write_a_number(tmp_path: Path) ->
         'has "version": "2", a string; the version is a number: write "version": 2 '
         "(this pytest-tweak reads versions 1, 2)"
     )
+
+
+# -- entries of tests that are gone --------------------------------------------------------
+
+
+def test_collected_tests_tell_entries_whose_test_is_gone_from_its_module_or_its_file(
+    tmp_path: Path,
+) -> None:
+    module = types.ModuleType("test_a")
+    module.test_kept = lambda: None  # type: ignore[attr-defined]
+    module.TestK = type("TestK", (), {"test_m": lambda self: None})  # type: ignore[attr-defined]
+    (tmp_path / "test_b.py").write_text("")
+    collected = CollectedTests()
+    collected.note("test_a.py::test_kept[cpu-default]", module)
+    collected.note("doc.txt::doc.txt", None)  # a file that is not a Python module
+    keys = [
+        "test_a.py::test_kept[cpu-default]",
+        "test_a.py::test_renamed[cpu-default]",
+        "test_a.py::TestK::test_m[cpu-default]",
+        "test_a.py::TestK::test_gone[cpu-default]",
+        "test_b.py::test_y[cpu-default]",  # not collected this run, still on disk
+        "test_deleted.py::test_z[cpu-default]",
+        "doc.txt::doc.txt",
+    ]
+    assert collected.gone(keys, tmp_path) == [
+        "test_a.py::TestK::test_gone[cpu-default]",
+        "test_a.py::test_renamed[cpu-default]",
+        "test_deleted.py::test_z[cpu-default]",
+    ]
+    # ids from another --rootdir: none of their files was collected, so nothing is told
+    assert collected.gone(["other/test_a.py::test_kept[cpu-default]"], tmp_path) == []

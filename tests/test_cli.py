@@ -435,6 +435,39 @@ def test_accept_with_a_pattern_matching_nothing_changes_nothing(
     assert broken.read_text() == "{"
 
 
+# -- remove -------------------------------------------------------------------------------
+
+
+def test_remove_drops_the_selected_entries_readable_or_not_and_keeps_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = write(tmp_path / "b.json", {A: entry(0.001), B: entry(0.002), C: entry(0.003)})
+    baseline = with_broken_entry(baseline, "t.py::test_gone[cpu-default]")
+    assert main(["remove", str(baseline), "--test", A, "--test", "test_gone*"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert f"removed 2 entries from {baseline} (kept 2 other entries):" in out
+    assert f"  {A}" in out and "  t.py::test_gone[cpu-default]" in out
+    found = read_baselines(baseline)
+    assert found.entries == {B: entry(0.002), C: entry(0.003)}
+    assert found.skipped == {}
+
+
+def test_remove_with_a_pattern_matching_nothing_or_no_pattern_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    baseline = write(tmp_path / "b.json", {A: entry(0.001), B: entry(0.002)})
+    before = baseline.read_bytes()
+    assert main(["remove", str(baseline), "--test", A, "--test", "test_typo"]) == EXIT_USAGE
+    assert f"--test 'test_typo' matches no entry of {baseline}; nothing was removed" in (
+        capsys.readouterr().err
+    )
+    assert main(["remove", str(baseline)]) == EXIT_USAGE  # every entry is never the default
+    assert "the following arguments are required: --test" in capsys.readouterr().err
+    assert main(["remove", str(tmp_path / "missing.json"), "--test", A]) == EXIT_USAGE
+    assert "no such file" in capsys.readouterr().err
+    assert baseline.read_bytes() == before
+
+
 # -- real files and the entry point -------------------------------------------------------
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -575,6 +577,43 @@ def test_a_gating_run_that_meets_no_baseline_entry_says_so(
             "nothing was gated: if the file holds these tests, their node ids differ*"
         ]
     )
+
+
+def test_entries_of_renamed_or_deleted_tests_are_named_with_the_command_that_removes_them(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """A renamed test left its old entries in the file for good, gating nothing, and no run
+    said so (seventh user trial). Whether a test exists is looked up in its module, so a run
+    narrowed by -k still tells."""
+    case = "tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))"
+    pytester.makepyfile(
+        test_gate=f"import torch\n\ndef test_keep(tweak):\n    {case}\n\n"
+        f"def test_old(tweak):\n    {case}\n",
+        test_other=f"import torch\n\ndef test_x(tweak):\n    {case}\n",
+    )
+    run_suite("--tweak-save").assert_outcomes(passed=3)
+    source = pytester.path / "test_gate.py"
+    source.write_text(source.read_text().replace("test_old", "test_new"))
+    (pytester.path / "test_other.py").unlink()
+    gated = run_suite("-k", "test_keep")
+    gated.assert_outcomes(passed=1)
+    baseline = pytester.path / "tweak-baselines.json"
+    gated.stdout.fnmatch_lines(
+        [
+            f"pytest-tweak: 2 entries in {baseline} belong to tests that no longer exist "
+            "(renamed, or their file deleted), so they gate nothing: "
+            "test_gate.py::test_old[[]cpu-default[]], test_other.py::test_x[[]cpu-default[]]. "
+            f"If so, remove them: python -m pytest_tweak remove {baseline} "
+            "--test 'test_gate.py::test_old[[]' --test 'test_other.py::test_x[[]'"
+        ]
+    )
+    command = gated.stdout.str().split("If so, remove them: python ")[1].splitlines()[0]
+    removed = pytester.run(sys.executable, *shlex.split(command))
+    assert removed.ret == 0, removed.stderr.str()
+    assert sorted(_baseline(baseline)) == ["test_gate.py::test_keep[cpu-default]"]
+    again = run_suite()
+    again.assert_outcomes(passed=2)
+    again.stdout.no_fnmatch_line("*no longer exist*")
 
 
 def test_a_save_names_a_baseline_too_noisy_to_gate(pytester: pytest.Pytester, run_suite) -> None:
