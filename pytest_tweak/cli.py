@@ -325,12 +325,15 @@ def _check_patterns(patterns: Sequence[str], keys: set[str], where: str, then: s
 
 def _matches(key: str, patterns: Sequence[str]) -> bool:
     """A test id contains a pattern, or it or its test name (after the last ``::``) matches
-    the pattern as a glob; no patterns: every id."""
+    the pattern as a glob (``*`` and ``?``; a ``[`` is the test id's own, not a character
+    class: ``test_x[cpu-*]``); no patterns: every id."""
     if not patterns:
         return True
     name = key.rpartition("::")[2]
+    globs = [(p, p.replace("[", "[[]")) for p in patterns]
     return any(
-        p in key or fnmatch.fnmatchcase(key, p) or fnmatch.fnmatchcase(name, p) for p in patterns
+        p in key or fnmatch.fnmatchcase(key, glob) or fnmatch.fnmatchcase(name, glob)
+        for p, glob in globs
     )
 
 

@@ -405,6 +405,10 @@ def test_accept_takes_the_selected_entries_and_keeps_the_others(
     save_baselines(baseline, {B: entry(0.002)})
     assert main(["accept", str(baseline), str(new), "--test", "test_b?cpu-*"]) == EXIT_OK
     assert read_baselines(baseline).entries[B] == entry(0.005)
+    # a test id's brackets are its own, not a glob's character class (eighth user trial)
+    save_baselines(baseline, {B: entry(0.002)})
+    assert main(["accept", str(baseline), str(new), "--test", "test_b[cpu-*]"]) == EXIT_OK
+    assert read_baselines(baseline).entries[B] == entry(0.005)
     fresh = tmp_path / "fresh.json"
     assert main(["accept", str(fresh), str(new)]) == EXIT_OK
     assert set(read_baselines(fresh).entries) == {A, B}

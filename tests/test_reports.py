@@ -20,6 +20,7 @@ from torch.torch_version import TorchVersion
 
 from pytest_tweak.files import write_atomic
 from pytest_tweak.options import TweakOptions
+from pytest_tweak.reports import write_reports
 from pytest_tweak.reports.html import html_report
 from pytest_tweak.reports.json import json_report
 from pytest_tweak.reports.markdown import markdown_report
@@ -625,6 +626,21 @@ def _outputs(pytester: pytest.Pytester) -> list[str]:
         f"--tweak-html={out / 'report.html'}",
         f"--junitxml={out / 'junit.xml'}",
     ]
+
+
+def test_a_markdown_report_to_the_step_summary_itself_lands_there_once(tmp_path: Path) -> None:
+    """``--tweak-markdown="$GITHUB_STEP_SUMMARY"`` (the CI example did it) wrote the report and
+    then appended it again: the job's page showed it twice (eighth user trial)."""
+    summary = tmp_path / "step_summary.md"
+    options = dataclasses.replace(SAVE_TO_B, save=False, markdown_path=summary)
+    done = write_reports(_cases(), {}, options, step_summary=str(summary))
+    assert done == [(True, f"markdown report written to {summary}")]
+    assert summary.read_text() == markdown_report(_cases(), suite_tuning(_cases()))
+    elsewhere = tmp_path / "report.md"  # another file: both get it
+    options = dataclasses.replace(options, markdown_path=elsewhere)
+    write_reports(_cases(), {}, options, step_summary=str(summary))
+    assert summary.read_text().count("## pytest-tweak") == 2
+    assert elsewhere.read_text().count("## pytest-tweak") == 1
 
 
 def test_a_run_writes_every_report(

@@ -64,7 +64,11 @@ def write_reports(
     summary_file = (
         os.environ.get("GITHUB_STEP_SUMMARY", "") if step_summary is None else step_summary
     )
-    if summary_file and cases:
+    # a --tweak-markdown naming the summary file itself has put the report there already
+    markdown_there = options.markdown_path is not None and _same_file(
+        options.markdown_path, summary_file
+    )
+    if summary_file and cases and not markdown_there:
         try:
             append_text(Path(summary_file), markdown_report(cases, tuning))
         except OSError as exc:
@@ -72,3 +76,10 @@ def write_reports(
                 (False, f"markdown not appended to $GITHUB_STEP_SUMMARY {summary_file}: {exc}")
             )
     return done
+
+
+def _same_file(path: Path, other: str) -> bool:
+    try:
+        return path.resolve() == Path(other).resolve()
+    except OSError:  # a loop of links: not the same as far as this is concerned
+        return False
