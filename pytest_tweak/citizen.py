@@ -23,6 +23,8 @@ import pytest
 
 __all__ = [
     "DEVICE_MARKERS",
+    "DeviceMarkers",
+    "conftest_mentions_tweak",
     "is_own_tweak",
     "mentions_tweak",
     "register_device_markers",
@@ -76,6 +78,22 @@ def mentions_tweak(path: Path) -> bool:
         return False
 
 
+def conftest_mentions_tweak(module: Path, root: Path, seen: dict[Path, bool]) -> bool:
+    """Whether a ``conftest.py`` that applies to the test ``module`` (in its folder or one
+    above, up to ``root``) names ``tweak``: a suite that hands tests the ``tweak`` fixture
+    through its own fixture. ``seen`` caches the answer per ``conftest.py``."""
+    folder = module.parent
+    while True:
+        conftest = folder / "conftest.py"
+        if conftest not in seen:
+            seen[conftest] = conftest.is_file() and mentions_tweak(conftest)
+        if seen[conftest]:
+            return True
+        if folder == root or folder.parent == folder or root not in folder.parents:
+            return False
+        folder = folder.parent
+
+
 def registered_markers(config: pytest.Config) -> set[str]:
     """The names of the markers registered so far (ini ``markers`` lines and plugins')."""
     lines: list[str] = config.getini("markers")
@@ -116,6 +134,33 @@ def register_device_markers(config: pytest.Config) -> None:
                 "support every device (pytest-tweak; registered in sessions that use the "
                 "tweak fixture)",
             )
+
+
+class DeviceMarkers:
+    """The device markers of one session: registered once, when the session first shows it
+    uses pytest-tweak's ``tweak`` (`register_device_markers`)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self.registered = False
+        #: Whether each ``conftest.py`` seen so far names ``tweak``.
+        self._conftests: dict[Path, bool] = {}
+
+    def register(self) -> None:
+        if not self.registered:
+            register_device_markers(self._config)
+            self.registered = True
+
+    def module_collected(self, module: pytest.Module) -> None:
+        """Register them before a test module that uses ``tweak`` (itself, or through a
+        conftest's fixture) is imported, so that its own ``@pytest.mark.cpu`` is known."""
+        if self.registered:
+            return
+        path, root = module.path, self._config.rootpath
+        if (
+            mentions_tweak(path) or conftest_mentions_tweak(path, root, self._conftests)
+        ) and sees_own_tweak(module):
+            self.register()
 
 
 def ini_keys(config: pytest.Config) -> list[str]:

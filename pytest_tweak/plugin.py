@@ -19,14 +19,7 @@ import pytest
 
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
-from .citizen import (
-    ini_keys,
-    is_own_tweak,
-    mentions_tweak,
-    register_device_markers,
-    register_tweak_markers,
-    sees_own_tweak,
-)
+from .citizen import DeviceMarkers, ini_keys, is_own_tweak, register_tweak_markers
 from .collect import TweakCase, case_of, parametrize, selects_tweak
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
@@ -66,8 +59,8 @@ _PROGRESS_KEY = pytest.StashKey["ProgressLine | None"]()
 _HEADER_KEY = pytest.StashKey[bool]()
 #: Whether the run sets any pytest-tweak option (then the header shows the settings).
 _GIVEN_KEY = pytest.StashKey[bool]()
-#: Set once the device markers are registered for this session.
-_MARKERS_KEY = pytest.StashKey[bool]()
+#: The session's device markers, registered once it uses ``tweak``.
+_MARKERS_KEY = pytest.StashKey[DeviceMarkers]()
 #: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
 _REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
@@ -150,12 +143,13 @@ def _raw(config: pytest.Config) -> Raw:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    markers = config.stash[_MARKERS_KEY] = DeviceMarkers(config)
     if config.option.markers:  # `pytest --markers` documents them; a session registers them
-        register_device_markers(config)  # when it collects a file that uses tweak
+        markers.register()  # when it collects a file that uses tweak
     register_tweak_markers(config)
     raw = _raw(config)
     for warning in unknown_ini_keys(ini_keys(config)) + option_warnings(raw):
-        config.issue_config_time_warning(pytest.PytestConfigWarning(warning), stacklevel=2)
+        config.issue_config_time_warning(TweakWarning(warning), stacklevel=2)
     try:
         options = resolve_options(raw)
     except OptionError as exc:
@@ -257,14 +251,9 @@ def _registry(config: pytest.Config) -> BackendRegistry:
 
 
 def pytest_collectstart(collector: pytest.Collector) -> None:
-    """Register the device markers before the first test module collected that uses
-    pytest-tweak's ``tweak`` is imported (a suite that never does keeps its marker rules)."""
-    config = collector.config
-    if _MARKERS_KEY in config.stash or not isinstance(collector, pytest.Module):
-        return
-    if mentions_tweak(collector.path) and sees_own_tweak(collector):
-        register_device_markers(config)
-        config.stash[_MARKERS_KEY] = True
+    markers = collector.config.stash.get(_MARKERS_KEY, None)
+    if markers is not None and isinstance(collector, pytest.Module):
+        markers.module_collected(collector)  # registered before a module using tweak imports
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -277,6 +266,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         registry = None
     if registry is None:
         pytest.fail(f"pytest-tweak: {problem}", pytrace=False)
+    metafunc.config.stash[_MARKERS_KEY].register()  # tweak reached through a plugin's fixture
     parametrize(metafunc, registry, metafunc.config.stash[_STATE_KEY].options)
 
 

@@ -199,7 +199,13 @@ def test_append_without_save_on_the_command_line_warns_that_it_does_nothing(
     pytester.makepyfile("def test_x(): pass")
     warned = pytester.runpytest("--tweak-append")
     warned.assert_outcomes(passed=1, warnings=1)
-    warned.stdout.fnmatch_lines(["*--tweak-append without --tweak-save does nothing*"])
+    warned.stdout.fnmatch_lines(
+        ["*TweakWarning: pytest-tweak: --tweak-append without --tweak-save does nothing*"]
+    )
+    # the documented category is the one raised: it can be silenced (or made an error)
+    quiet = pytester.runpytest("--tweak-append", "-W", "ignore::pytest_tweak.TweakWarning")
+    quiet.assert_outcomes(passed=1)
+    assert "does nothing" not in quiet.stdout.str()
     pytester.runpytest("--tweak-append", "--tweak-save").assert_outcomes(passed=1)
     pytester.makeini("[pytest]\ntweak_append = true\n")  # a team's way of saving: no word
     pytester.runpytest().assert_outcomes(passed=1)

@@ -162,6 +162,33 @@ def test_a_file_beside_one_that_uses_tweak_keeps_its_marker_rules(
     assert both.ret == pytest.ExitCode.OK
 
 
+@pytest.mark.parametrize("where", ["conftest", "plugin"])
+def test_tweak_through_the_suites_own_fixture_collects_under_strict_markers(
+    pytester: pytest.Pytester, where: str
+) -> None:
+    """A test that gets ``tweak`` through a fixture of the suite's conftest (or of a plugin
+    module) never names it, so the device markers were not registered, and each case's own
+    ``cpu`` mark failed its collection under ``--strict-markers`` (eighth user trial). A
+    conftest that names ``tweak`` registers them before its tests' modules are imported, so
+    their own ``@pytest.mark.cpu`` is known too; a plugin module's fixture is seen only when
+    a test is parametrized, after its module's marks were read (docs/guide.md says so)."""
+    fixture = "import pytest\n\n@pytest.fixture\ndef perf(tweak):\n    return tweak\n"
+    expected = ["test_perf_unmarked.py::test_y[[]cpu-default[]]"]
+    pytester.makepyfile(test_perf_unmarked="def test_y(perf): pass\n")
+    if where == "conftest":
+        pytester.makeconftest(fixture)
+        pytester.makepyfile(test_perf="import pytest\n\n@pytest.mark.cpu\ndef test_x(perf): pass\n")
+        expected.insert(0, "test_perf.py::test_x[[]cpu-default[]]")
+        args: tuple[str, ...] = ()
+    else:
+        pytester.makepyfile(perf_fixtures=fixture)
+        pytester.syspathinsert()
+        args = ("-p", "perf_fixtures")
+    result = pytester.runpytest_subprocess(*STRICT, *args, "--co", "-q")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.stdout.fnmatch_lines(expected)
+
+
 def test_its_help_is_one_block_of_options_with_one_line_per_ini_twin(
     pytester: pytest.Pytester,
 ) -> None:
