@@ -387,6 +387,13 @@ class _RunHooks:
         self.save_error: str | None = None
         #: What writing the report files did: (ok, message) per file.
         self.report_lines: list[tuple[bool, str]] = []
+        #: Ctrl-C, or ``pytest.exit()`` (whatever its ``returncode``), cut the run short.
+        self.interrupted = False
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # a stop asked for (--sw) arrives here too, as Session.Interrupted: it ends whole tests
+        if not isinstance(excinfo.value, pytest.Session.Interrupted):
+            self.interrupted = True
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         self.state.collected.note(item.nodeid, getattr(item, "module", None))
@@ -432,8 +439,11 @@ class _RunHooks:
             return
         cases = state.ordered_cases()
         environment = state.fingerprint or (cases[0].environment if cases else {})
-        # a stop asked for (--sw, xdist's -x) ends whole tests; Ctrl-C cuts one short
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED and not session.shouldstop
+        # a stop asked for (--sw, xdist's -x) ends whole tests; Ctrl-C or pytest.exit() cuts
+        # one short
+        interrupted = self.interrupted or (
+            exitstatus == pytest.ExitCode.INTERRUPTED and not session.shouldstop
+        )
         if state.reports_due(collect_only=config.option.collectonly, interrupted=interrupted):
             self.report_lines += write_reports(cases, environment, state.options)
         missing = state.missing_device_failure()

@@ -511,6 +511,34 @@ def test_an_interrupted_save_writes_nothing_and_says_so(
     assert all(len(entry["runs"]) == 1 for entry in _baseline(path).values())
 
 
+@pytest.mark.parametrize("returncode", [0, 3])
+def test_a_save_cut_short_by_pytest_exit_writes_nothing_whatever_its_returncode(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch, returncode: int
+) -> None:
+    """``pytest.exit(..., returncode=N)`` cuts a run short as Ctrl-C does, but pytest then
+    exits N, not "interrupted": the save went ahead, and with 3 silently (pytest prints no
+    summary for it) (eighth user trial)."""
+    pytester.makepyfile(f"""
+        import os, pytest, torch
+
+        def test_first(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+
+        def test_second():
+            if os.environ.get("STOP_HERE"):
+                pytest.exit("stop here", returncode={returncode})
+    """)
+    run_suite("--tweak-save").assert_outcomes(passed=2)
+    path = pytester.path / "tweak-baselines.json"
+    before = path.read_bytes()
+    monkeypatch.setenv("STOP_HERE", "1")
+    result = run_suite("--tweak-save", "--tweak-append")
+    assert result.ret == returncode
+    assert path.read_bytes() == before
+    if returncode == 0:  # pytest prints the summary for this one
+        result.stdout.fnmatch_lines(["pytest-tweak: nothing saved: the run was interrupted*"])
+
+
 def test_a_stepwise_stop_saves_the_passed_cases_as_a_failure_does(
     pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
