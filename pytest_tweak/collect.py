@@ -23,7 +23,15 @@ from .options import LIMIT_KEYS, TweakOptions
 from .registry import DEFAULT_BACKEND, BackendRegistry
 from .verdict import Limits
 
-__all__ = ["NO_DEVICE", "CollectedTests", "TweakCase", "case_of", "parametrize", "selects_tweak"]
+__all__ = [
+    "NO_DEVICE",
+    "CollectedTests",
+    "TweakCase",
+    "case_of",
+    "limits_for",
+    "parametrize",
+    "selects_tweak",
+]
 
 
 @dataclass(frozen=True)
@@ -267,14 +275,58 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
     return configs
 
 
+def _param_marks(metafunc: pytest.Metafunc) -> list[Any]:
+    """The marks the test's ``pytest.param(..., marks=...)`` values carry, of every
+    ``@pytest.mark.parametrize``: pytest puts them on the test's items, after pytest-tweak
+    made its cases."""
+    found = []
+    for marker in metafunc.definition.iter_markers("parametrize"):
+        values = marker.args[1] if len(marker.args) > 1 else marker.kwargs.get("argvalues", ())
+        for value in values if isinstance(values, (list, tuple)) else ():
+            marks = getattr(value, "marks", ()) if isinstance(value, tuple) else ()
+            found += [getattr(mark, "mark", mark) for mark in marks]  # a MarkDecorator's Mark
+    return found
+
+
+def _check_param_marks(metafunc: pytest.Metafunc, defaults: Limits) -> None:
+    """``tweak_configs`` or ``tweak_backends`` on a ``pytest.param`` is refused (they make
+    the test's cases, for all of its parameters at once); a ``tweak_limits`` there is checked
+    as one on the test would be, and applied to that parameter's cases (`limits_for`)."""
+    where = metafunc.definition.nodeid
+    for mark in _param_marks(metafunc):
+        if mark.name in ("tweak_configs", "tweak_backends"):
+            pytest.fail(
+                f"{where}: {mark.name} on a pytest.param is not supported: it makes the "
+                "test's cases for all of its parameters at once. Put it on the test (or its "
+                "class or module), or write a test per set of configs",
+                pytrace=False,
+            )
+        if mark.name == "tweak_limits":
+            _limits_of([mark, *metafunc.definition.iter_markers("tweak_limits")], defaults, where)
+
+
+def limits_for(item: pytest.Item, case: TweakCase, defaults: Limits) -> Limits:
+    """The limits of ``case`` as ``item`` runs it: a ``tweak_limits`` on the item's
+    ``pytest.param`` is the closest marker, over the test's own."""
+    marks = getattr(getattr(item, "callspec", None), "marks", ())
+    if not any(mark.name == "tweak_limits" for mark in marks):
+        return case.limits
+    return _limits_of(list(item.iter_markers("tweak_limits")), defaults, item.nodeid)
+
+
 def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:
-    """The ``tweak_limits`` markers over the option defaults, key by key: a module's or
-    class's marker, or a second one on the test, keeps the limits the closer marker does not
-    set; a bad marker fails collection."""
+    """The ``tweak_limits`` markers over the option defaults (`_limits_of`)."""
+    _check_param_marks(metafunc, defaults)
     markers = list(metafunc.definition.iter_markers("tweak_limits"))
+    return _limits_of(markers, defaults, metafunc.definition.nodeid)
+
+
+def _limits_of(markers: list[Any], defaults: Limits, where: str) -> Limits:
+    """``markers`` (closest first) over the option defaults, key by key: a module's or
+    class's marker, or a second one on the test, keeps the limits the closer marker does not
+    set; a bad marker fails the test (its collection, where it is collected)."""
     if not markers:
         return defaults
-    where = metafunc.definition.nodeid
     signature = "tweak_limits(graph_breaks=None, recompiles=None, cudagraph_skips=None)"
     given: dict[str, Any] = {}
     for marker in reversed(markers):  # closest last: it sets what it names

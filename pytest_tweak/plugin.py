@@ -20,7 +20,7 @@ import pytest
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
 from .citizen import DeviceMarkers, ini_keys, is_own_tweak, register_tweak_markers
-from .collect import TweakCase, case_of, parametrize, selects_tweak
+from .collect import TweakCase, case_of, limits_for, parametrize, selects_tweak
 from .fingerprint import check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
 from .options import (
@@ -347,7 +347,7 @@ def tweak(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[TweakFixtu
         case.config,
         backend,
         case.backend,
-        case.limits,
+        limits_for(request.node, case, state.options.limits),
         status=None if progress is None else progress.show,
     )
     yield fixture

@@ -264,6 +264,60 @@ def test_ini_limits_apply_to_every_test_and_a_marker_lifts_them(
     result.stdout.fnmatch_lines(["tweak: *, max-graph-breaks=0"])
 
 
+def test_a_limit_on_a_pytest_param_holds_for_that_parameters_cases(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """``pytest.param(..., marks=pytest.mark.tweak_limits(...))`` was silently ignored, so a
+    gate the user wrote was off (eighth user trial); tweak_configs there is refused."""
+    pytester.makepyfile(
+        test_limits="""
+        import pytest, torch
+
+        def breaking(x):
+            x = x + 1
+            print("", end="")
+            return x * 2
+
+        @pytest.mark.parametrize(
+            "n", [2, pytest.param(3, marks=pytest.mark.tweak_limits(graph_breaks=0))]
+        )
+        def test_sizes(tweak, n):
+            tweak.benchmark(breaking, torch.ones(n))
+        """,
+        test_configs="""
+        import pytest
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        @pytest.mark.parametrize("n", [2, pytest.param(3, marks=pytest.mark.tweak_configs(C()))])
+        def test_configs(tweak, n):
+            pass
+        """,
+        test_bad_limit="""
+        import pytest
+
+        @pytest.mark.parametrize("n", [pytest.param(3, marks=pytest.mark.tweak_limits(breaks=0))])
+        def test_bad(tweak, n):
+            pass
+        """,
+    )
+    result = run_suite("test_limits.py")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["  - graph breaks 1 exceed the limit 0 (set by @pytest.mark.tweak_limits)"]
+    )
+    result.stdout.fnmatch_lines(["FAILED test_limits.py::test_sizes[[]cpu-default-3[]]*"])
+    refused = run_suite("test_configs.py", "test_bad_limit.py")
+    refused.stdout.fnmatch_lines(
+        [
+            "*test_configs.py::test_configs: tweak_configs on a pytest.param is not supported: "
+            "it makes the test's cases for all of its parameters at once*",
+            "*test_bad_limit.py::test_bad: tweak_limits(*) got unknown keyword(s) breaks*",
+        ],
+        consecutive=False,
+    )
+    refused.assert_outcomes(errors=2)
+
+
 def test_compile_time_and_memory_are_recorded_and_gated_against_the_baseline(
     pytester: pytest.Pytester, run_suite
 ) -> None:
