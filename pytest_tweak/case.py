@@ -325,6 +325,7 @@ def run_case(
     failed_compiling = False
     accuracy: Accuracy | None = None
     memory: tuple[int | None, int | None] = (None, None)
+    late_nan: str | None = None
     graph_breaks = GraphBreakLog()
     check_s = 0.0
     # CUDA graphs do not apply on cpu, where inductor counts every graph as skipped
@@ -363,6 +364,7 @@ def run_case(
                         None if eager_call is None else peak_memory(eager_call, device),
                     )
                     check_s += time.perf_counter() - checked
+                late_nan = _nan_problem(call())  # the model as the timed calls left it
     except Exception as exc:
         failure = _describe_failure(backend, device, exc) + _where_raised(exc, current[0])
         failed_compiling = current[0] == "compiling"
@@ -379,6 +381,12 @@ def run_case(
     nan = _nan_problem(output)
     if nan is not None:
         raise CaseError(f"{backend.name} on {device}: {nan}")
+    if late_nan is not None:
+        raise CaseError(
+            f"{backend.name} on {device}: after the timed calls, {late_nan}. The first call's "
+            "output had none, so the model's state changed as it was called (a training "
+            "step whose weights diverged, say) and the timing is of NaN arithmetic"
+        )
     counts = read_counts(graph_breaks, type(model).__name__, decorated_forwards(model))
     if measurement is None:
         figures = _no_figures(compile_time_s, move_s, check_s)

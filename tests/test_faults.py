@@ -216,3 +216,38 @@ def test_inputs_the_model_cannot_take_are_blamed_on_the_inputs_not_the_compiler(
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "torchinductor_")
     frames = [line for line in result.outlines if line.strip().startswith("File ")]
     assert not [line for line in frames if cache in line], frames
+
+
+def test_an_output_that_goes_nan_while_timed_fails_its_case(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """Only the first call's output was checked, so a training step that diverged while it
+    was timed passed, timed on NaN weights, and was saved as a baseline (eighth user trial)."""
+    pytester.makepyfile(
+        test_grows="""
+        import torch
+
+        scale = torch.ones(4)
+
+        def grows(x):
+            scale.mul_(1e10)  # state the calls change: inf after a few dozen calls
+            return x * scale / scale
+
+        def test_grows(tweak):
+            tweak.benchmark(grows, torch.ones(4))
+
+        def test_steady(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.ones(2, 4))
+        """
+    )
+    result = run_suite("--tweak-save")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest-tweak: inductor-default on cpu: after the timed calls, the model's output "
+            "holds 4 NaN value(s) of 4*The first call's output had none, so the model's state "
+            "changed as it was called*"
+        ]
+    )
+    saved = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
+    assert list(saved) == ["test_grows.py::test_steady[cpu-default]"]
