@@ -451,8 +451,8 @@ class _RunHooks:
             self.report_lines.append((False, missing))
         if exitstatus == pytest.ExitCode.OK and not all(ok for ok, _ in self.report_lines):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not state.options.save or not state.cases:
-            return
+        if not state.options.save or not (state.cases or state.fingerprint):
+            return  # a save with tweak cases selected says what it did, if only nothing
         try:
             state.save(interrupted=interrupted)
         except BaselineError as exc:

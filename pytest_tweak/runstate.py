@@ -211,6 +211,9 @@ class RunState:
         if interrupted:
             self.saved = SaveOutcome({}, unsaved=tuple(sorted(self.cases)), interrupted=True)
             return {}
+        if not self.cases:  # nothing measured: the file stays as it is
+            self.saved = SaveOutcome({})
+            return {}
         entries = self.entries_to_save()
         written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
         unsaved = sorted(n for n, case in self.cases.items() if case.outcome != "passed")

@@ -528,6 +528,14 @@ def baseline_file_lines(
                 "yellow",
             )
         )
+    elif outcome is not None and not outcome.saved and not outcome.unsaved:
+        lines.append(
+            (
+                f"pytest-tweak: nothing saved to {path}: no case was measured (its tests never "
+                "called tweak.benchmark(), or --benchmark-skip skipped them)",
+                "yellow",
+            )
+        )
     elif outcome is not None:
         saved, kept = outcome.saved, outcome.kept
         lines.append(

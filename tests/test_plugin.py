@@ -1075,6 +1075,13 @@ def test_pytest_benchmarks_own_options_count_tweak_cases_as_benchmarks(
     result = run_suite("-k", "compiles")
     result.assert_outcomes(passed=1)
     assert "not used at all" not in result.stdout.str()
+    # a save that measured nothing says so, and writes no file (eighth user trial)
+    for args in (("--benchmark-skip",), ("-k", "compiles")):
+        result = run_suite("--tweak-save", *args)
+        result.stdout.fnmatch_lines(
+            ["pytest-tweak: nothing saved to *tweak-baselines.json: no case was measured*"]
+        )
+        assert not (pytester.path / "tweak-baselines.json").exists()
     pytester.makepyfile(
         test_mix="""
         import torch
