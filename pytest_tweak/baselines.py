@@ -346,7 +346,8 @@ def read_baselines(path: Path) -> BaselineFile:
         newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
         raise BaselineError(
             path,
-            f"has version {version!r}; this pytest-tweak reads versions "
+            ('has no "version"' if version is None else f'has "version": {json.dumps(version)}')
+            + "; this pytest-tweak reads versions "
             f"{', '.join(map(str, _READABLE_VERSIONS))}"
             + (" (the file was written by a newer pytest-tweak: upgrade it)" if newer else ""),
         )

@@ -35,7 +35,9 @@ def worker_output(state: RunState, worker: str) -> dict[str, Any]:
 
 def absorb(state: RunState, output: Mapping[str, Any]) -> None:
     """Take in what a worker sent (`worker_output`); on the controller."""
-    state.workers.append(str(output.get("worker", "?")))
+    worker = str(output.get("worker", "?"))
+    if worker not in state.workers:  # a crashed worker's replacement reuses its id
+        state.workers.append(worker)
     state.lock_uses += [LockUse(**use) for use in output.get("lock_uses", ())]
     state.environment_changed.update(output.get("environment_changed", {}))
     if not state.fingerprint:

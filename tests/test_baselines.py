@@ -89,13 +89,14 @@ def test_save_merges_with_what_is_on_disk_now(tmp_path: Path) -> None:
         (" \n", "is empty"),
         ("[]", "is not a pytest-tweak baseline file"),
         ('{"format": "other"}', "is not a pytest-tweak baseline file"),
-        (f'{{"format": "{FORMAT}", "version": 99, "cases": {{}}}}', "has version 99"),
+        (f'{{"format": "{FORMAT}", "version": 99, "cases": {{}}}}', '"version": 99;'),
         (f'{{"format": "{FORMAT}", "version": 2, "cases": []}}', "'cases' must be an object"),
         (
             f'{{"format": "{FORMAT}", "version": 3, "cases": {{}}}}',
-            "has version 3.*written by a newer pytest-tweak",
+            '"version": 3;.*written by a newer pytest-tweak',
         ),
-        (f'{{"format": "{FORMAT}", "version": true, "cases": {{}}}}', "has version True"),
+        (f'{{"format": "{FORMAT}", "version": true, "cases": {{}}}}', '"version": true;'),
+        (f'{{"format": "{FORMAT}", "cases": {{}}}}', 'has no "version"; this pytest-tweak reads'),
         ("[" * 100_000, "is not valid JSON"),
     ],
 )

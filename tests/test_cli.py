@@ -114,7 +114,7 @@ def test_show_json_is_machine_readable(tmp_path: Path, capsys: pytest.CaptureFix
         (None, "no such file"),
         ("{not json", "is not valid JSON (line 1, column 2"),
         ('{"cases": {}}', "is not a pytest-tweak baseline file"),
-        ('{"format": "pytest-tweak-baselines", "version": 99, "cases": {}}', "has version 99"),
+        ('{"format": "pytest-tweak-baselines", "version": 99, "cases": {}}', 'has "version": 99'),
     ],
 )
 def test_a_missing_or_broken_file_is_exit_2_naming_the_file(

@@ -141,3 +141,19 @@ def test_a_held_device_lock_makes_the_case_wait_and_the_summary_says_so(
             "(cpu: 1 case(s), waited * s)"
         ]
     )
+
+
+def test_a_replaced_worker_is_counted_once() -> None:
+    """xdist replaces a crashed worker under the same id; each sent its output, and the
+    summary counted 4 workers for ``-n 2`` (eighth user trial)."""
+    from pathlib import Path
+
+    from pytest_tweak.options import TweakOptions
+    from pytest_tweak.runstate import RunState
+    from pytest_tweak.xdist import absorb, worker_output
+
+    options = TweakOptions(devices=("cpu",), baseline_path=Path("b.json"), save=False, judging={})
+    state = RunState(options)
+    for worker in ("gw0", "gw1", "gw1"):
+        absorb(state, worker_output(RunState(options), worker))
+    assert state.workers == ["gw0", "gw1"]
