@@ -387,7 +387,8 @@ def _accuracy_cell(accuracy: Mapping[str, Any] | None) -> str:
     if accuracy is None or not accuracy.get("checked", True):
         return "-"
     if accuracy.get("ok", True) and not accuracy.get("tensors", 1):
-        return "ok"  # no tensor in the output (None, numbers, strings): equal, no error to show
+        # None, numbers, strings: equal, but no tensor shows the model's work was done
+        return "no tensor"
     return f"{'ok' if accuracy.get('ok', True) else 'WRONG'} {float(accuracy['max_abs']):.1g}"
 
 

@@ -628,6 +628,15 @@ def _outputs(pytester: pytest.Pytester) -> list[str]:
     ]
 
 
+def test_an_output_without_tensors_reads_no_tensor_not_ok() -> None:
+    """A model returning None compared equal with eager and read "ok", though nothing showed
+    the compiled code did the model's work (eighth user trial)."""
+    case = _case("test_none", "default", 0.001)
+    case = dataclasses.replace(case, accuracy={**(case.accuracy or {}), "tensors": 0})
+    (row,) = [line for line in summary_lines([case]) if "test_none" in line]
+    assert " no tensor " in row and " ok " not in row
+
+
 def test_a_markdown_report_to_the_step_summary_itself_lands_there_once(tmp_path: Path) -> None:
     """``--tweak-markdown="$GITHUB_STEP_SUMMARY"`` (the CI example did it) wrote the report and
     then appended it again: the job's page showed it twice (eighth user trial)."""
