@@ -315,7 +315,7 @@ def _reasons(case: CaseResult) -> list[str]:
         lines.append(f"  recompiles ({case.recompiles}):")
         reasons, hints = recompile_texts(case.recompile_reasons)
         lines += _counted(reasons)
-        lines += [f"    hint (torch): {hint}" for hint in hints]
+        lines += [f"    {hint}" for hint in hints]
     if case.recompile_limit_hit:
         lines.append(f"  {limit_text(case.recompile_limit_frames)}")
     if case.cudagraph_skips:

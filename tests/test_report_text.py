@@ -69,7 +69,22 @@ def test_recompile_reasons_keep_torchs_hint_once() -> None:
     reasons = [f"forward: self.count == {n}  # x ({HINT})" for n in (0, 1)]
     counted, hints = recompile_texts([*reasons, reasons[0]])
     assert counted == {"forward: self.count == 0 # x": 2, "forward: self.count == 1 # x": 1}
-    assert hints == [HINT.removeprefix("HINT: ")]
+    assert hints == ["hint (torch): " + HINT.removeprefix("HINT: ")]
+
+
+def test_a_size_torch_specializes_gets_a_hint_of_pytest_tweaks() -> None:
+    """torch gives no hint when a first size of 1 (or 0) recompiles under dynamic=True
+    (eighth user trial)."""
+    reason = "tensor 'args[0]' size mismatch at index 0. expected 1, actual 8"
+    counted, hints = recompile_texts([reason])
+    assert counted == {reason: 1}
+    assert hints == [
+        "hint (pytest-tweak): torch specializes sizes 0 and 1, even with dynamic=True: the "
+        "first call's size of 0 or 1 compiled a graph for that size alone. Start the sizes "
+        "at 2, or mark the dimension with torch._dynamo.mark_unbacked, where that is not what "
+        "is being tested"
+    ]
+    assert recompile_texts(["tensor 'x' size mismatch at index 0. expected 8, actual 32"])[1] == []
 
 
 def test_the_markdown_says_where_and_why_and_shows_the_cliff(in_project: Path) -> None:

@@ -4,6 +4,7 @@ status of a run's tests. Everything here reads `pytest_tweak.results.CaseResult`
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -45,15 +46,27 @@ def compile_text(first_call_s: float, times: Mapping[str, Any]) -> str:
 
 def recompile_texts(reasons: Sequence[str]) -> tuple[Counter[str], list[str]]:
     """The distinct recompile reasons with how often each came, without torch's ``HINT:``
-    (one hint can be 300 characters, the same on every line), and the distinct hints."""
+    (one hint can be 300 characters, the same on every line), and the distinct hints, each
+    labelled with whose it is (``hint (torch): ...``)."""
     counted: Counter[str] = Counter()
     hints: dict[str, None] = {}
     for reason in reasons:
         head, hint = _split_hint(reason)
         counted[head] += 1
         if hint:
-            hints[hint] = None
+            hints[f"hint (torch): {hint}"] = None
+        elif _SPECIALIZED_SIZE.search(head):
+            hints[f"hint (pytest-tweak): {_SPECIALIZED_SIZE_HINT}"] = None
     return counted, list(hints)
+
+
+#: A guard on a size dynamo specialized: 0 and 1 are never dynamic, even with dynamic=True.
+_SPECIALIZED_SIZE = re.compile(r"size mismatch at index \d+\. expected [01], actual \d+")
+_SPECIALIZED_SIZE_HINT = (
+    "torch specializes sizes 0 and 1, even with dynamic=True: the first call's size of 0 or "
+    "1 compiled a graph for that size alone. Start the sizes at 2, or mark the dimension with "
+    "torch._dynamo.mark_unbacked, where that is not what is being tested"
+)
 
 
 def _split_hint(text: str) -> tuple[str, str | None]:
@@ -105,7 +118,7 @@ def case_reasons(case: CaseResult) -> list[str]:
             f"... and {len(reasons) - len(shown)} more distinct recompile reason(s) (the JSON "
             "report has every one)"
         )
-    lines += [f"hint (torch): {hint}" for hint in hints]
+    lines += hints
     if case.recompile_limit_hit:
         lines.append(limit_text(case.recompile_limit_frames))
     lines += [f"CUDA graphs skipped: {reason}" for reason in case.cudagraph_skips]
