@@ -788,8 +788,9 @@ def _remove(args: argparse.Namespace) -> int:
         removed[:] = sorted(k for k in {*on_disk.entries, *on_disk.raw} if _matches(k, patterns))
         if not removed:  # another process changed the file since it was read
             raise CliError(f"{baseline} holds no entry --test selects now; nothing was removed")
-        entries = {k: e for k, e in on_disk.entries.items() if k not in removed}
-        raw = {k: v for k, v in on_disk.raw.items() if k not in removed}
+        gone = set(removed)
+        entries = {k: e for k, e in on_disk.entries.items() if k not in gone}
+        raw = {k: v for k, v in on_disk.raw.items() if k not in gone}
         return BaselineFile(entries=entries, raw=raw)
 
     written = update_baselines(baseline, update)
