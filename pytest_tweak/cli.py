@@ -225,8 +225,9 @@ def _parser() -> argparse.ArgumentParser:
         help="drop the selected entries from BASELINE (tests renamed or deleted)",
         description=(
             "Remove BASELINE's entries for the selected tests, readable or not; every other "
-            "entry is kept. BASELINE is replaced atomically under its lock. A pattern that "
-            "matches no entry is an error and nothing is written."
+            "entry is kept. BASELINE is replaced atomically under its lock. A pattern matches "
+            "a whole test id or test name as a glob; one that matches no entry is an error "
+            "and nothing is written."
         ),
     )
     remove.add_argument(
@@ -238,8 +239,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATTERN",
         type=_pattern,
         required=True,
-        help="remove the test ids containing PATTERN, or matching it as a glob (the whole id "
-        "or the test name, e.g. 'test_old*'; repeatable; required)",
+        help="remove the test ids that PATTERN matches as a glob: the whole id "
+        "('tests/perf/test_mlp.py::test_old[*') or the test name after the last '::' "
+        "('test_old[*'); unlike accept and diff, an id merely containing PATTERN is not "
+        "removed (repeatable; required)",
+    )
+    remove.add_argument(
+        "--dry-run", action="store_true", help="list what would be removed, and write nothing"
     )
     return parser
 
@@ -315,24 +321,27 @@ def _report_skipped(path: Path, found: BaselineFile) -> None:
         _warn(f"baseline file {path}: entry {key!r} is unreadable and skipped ({problem})")
 
 
-def _check_patterns(patterns: Sequence[str], keys: set[str], where: str, then: str) -> None:
+def _check_patterns(
+    patterns: Sequence[str], keys: set[str], where: str, then: str, *, contains: bool = True
+) -> None:
     """A ``--test`` pattern that matches none of ``keys`` is a usage error, so that a typo
     cannot silently judge (or accept) nothing."""
     for pattern in patterns:
-        if not any(_matches(key, [pattern]) for key in keys):
+        if not any(_matches(key, [pattern], contains=contains) for key in keys):
             raise CliError(f"--test {pattern!r} matches no entry of {where}; {then}")
 
 
-def _matches(key: str, patterns: Sequence[str]) -> bool:
-    """A test id contains a pattern, or it or its test name (after the last ``::``) matches
-    the pattern as a glob (``*`` and ``?``; a ``[`` is the test id's own, not a character
-    class: ``test_x[cpu-*]``); no patterns: every id."""
+def _matches(key: str, patterns: Sequence[str], *, contains: bool = True) -> bool:
+    """A test id contains a pattern (unless not ``contains``: ``remove`` matches whole ids
+    only), or it or its test name (after the last ``::``) matches the pattern as a glob
+    (``*`` and ``?``; a ``[`` is the test id's own, not a character class:
+    ``test_x[cpu-*]``); no patterns: every id."""
     if not patterns:
         return True
     name = key.rpartition("::")[2]
     globs = [(p, p.replace("[", "[[]")) for p in patterns]
     return any(
-        p in key or fnmatch.fnmatchcase(key, glob) or fnmatch.fnmatchcase(name, glob)
+        (contains and p in key) or fnmatch.fnmatchcase(key, glob) or fnmatch.fnmatchcase(name, glob)
         for p, glob in globs
     )
 
@@ -781,11 +790,20 @@ def _remove(args: argparse.Namespace) -> int:
     baseline = Path(args.baseline)
     patterns: list[str] = args.test
     found = _read(args.baseline, "baseline file")
-    _check_patterns(patterns, {*found.entries, *found.raw}, args.baseline, "nothing was removed")
+    keys = {*found.entries, *found.raw}
+    _check_patterns(patterns, keys, args.baseline, "nothing was removed", contains=False)
+    if args.dry_run:
+        chosen = sorted(k for k in keys if _matches(k, patterns, contains=False))
+        _out(f"would remove {_entries(len(chosen))} from {baseline} (--dry-run: nothing written):")
+        for key in chosen:
+            _out(f"  {key}")
+        return EXIT_OK
     removed: list[str] = []
 
     def update(on_disk: BaselineFile) -> BaselineFile:  # the file as it is under the lock
-        removed[:] = sorted(k for k in {*on_disk.entries, *on_disk.raw} if _matches(k, patterns))
+        removed[:] = sorted(
+            k for k in {*on_disk.entries, *on_disk.raw} if _matches(k, patterns, contains=False)
+        )
         if not removed:  # another process changed the file since it was read
             raise CliError(f"{baseline} holds no entry --test selects now; nothing was removed")
         gone = set(removed)

@@ -384,16 +384,18 @@ class CollectedTests:
         """The ``keys`` (baseline entries' test ids) whose test no longer exists: a collected
         file whose module has no test of that name (``a.py::test_x[cpu-default]``: no
         ``test_x``; ``a.py::TestK::test_x``: no ``TestK.test_x``), or a file that no longer
-        exists under ``rootdir``. Nothing when no key's file was collected: the ids may be
-        from another ``--rootdir``, and the run cannot tell."""
+        exists under ``rootdir`` in a folder the run collected another file from. Nothing
+        when no key's file was collected: the ids may be from another ``--rootdir``, and the
+        run cannot tell (nor, in a file mixing ids of two rootdirs, of the other one's)."""
         keys = list(keys)
         if not any(key.split("::", 1)[0] in self.modules for key in keys):
             return []
+        folders = {file.rpartition("/")[0] for file in self.modules}
         gone = []
         for key in keys:
             file, _, name = key.split("[", 1)[0].partition("::")
             if file not in self.modules:
-                if not (rootdir / file).exists():
+                if file.rpartition("/")[0] in folders and not (rootdir / file).exists():
                     gone.append(key)
                 continue
             module = self.modules[file]

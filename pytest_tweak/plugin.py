@@ -435,7 +435,7 @@ class _RunHooks:
         worker_out = getattr(config, "workeroutput", None)
         if worker_out is not None:  # a pytest-xdist worker: the controller saves and reports
             worker = str(getattr(config, "workerinput", {}).get("workerid", "?"))
-            worker_out[WORKER_OUTPUT_KEY] = worker_output(state, worker)
+            worker_out[WORKER_OUTPUT_KEY] = worker_output(state, worker, config.rootpath)
             return
         cases = state.ordered_cases()
         environment = state.fingerprint or (cases[0].environment if cases else {})
@@ -451,7 +451,9 @@ class _RunHooks:
             self.report_lines.append((False, missing))
         if exitstatus == pytest.ExitCode.OK and not all(ok for ok, _ in self.report_lines):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if not state.options.save or not (state.cases or state.fingerprint):
+        if not state.options.save or config.option.collectonly:
+            return
+        if not (state.cases or state.fingerprint):
             return  # a save with tweak cases selected says what it did, if only nothing
         try:
             state.save(interrupted=interrupted)

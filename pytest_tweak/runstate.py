@@ -83,6 +83,8 @@ class RunState:
         self.workers: list[str] = []
         #: The files this process collected tests from, to tell entries of tests now gone.
         self.collected = CollectedTests()
+        #: Under pytest-xdist, on the controller: the entries the workers found gone.
+        self.gone_on_workers: set[str] = set()
 
     def load(self) -> None:
         """Read the baseline file, once: when a case of the run needs it, so that a suite that
@@ -99,7 +101,7 @@ class RunState:
         """The baseline file's entries (read or not) whose test no longer exists
         (`CollectedTests.gone`); nothing when the file was not read."""
         keys = [*self.baselines, *self.skipped] if self.loaded else []
-        return self.collected.gone(keys, rootdir)
+        return sorted({*self.collected.gone(keys, rootdir), *self.gone_on_workers})
 
     def note_missing_devices(self, cases: Sequence[Any]) -> None:
         """Count the collected cases (`pytest_tweak.collect.TweakCase`, or None for other tests)

@@ -590,15 +590,18 @@ def baseline_file_lines(
 
 def _gone(path: Path, gone: Sequence[str]) -> str:
     """The entries of tests that no longer exist, and the command that removes them: one
-    ``--test`` per test, ending in ``[`` so that it matches that test's cases only."""
-    patterns = dict.fromkeys(key.split("[", 1)[0] + "[" if "[" in key else key for key in gone)
+    ``--test`` per test, a glob of its whole id (``remove`` matches whole ids only), so that
+    it matches that test's cases and nothing else."""
+    patterns = dict.fromkeys(key.split("[", 1)[0] + "[*" if "[" in key else key for key in gone)
     command = " ".join(f"--test {shlex.quote(pattern)}" for pattern in patterns)
-    return (
-        f"pytest-tweak: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} in {path} "
-        "belong to tests that no longer exist (renamed, or their file deleted), so they gate "
-        f"nothing: {', '.join(gone)}. If so, remove them: "
-        f"python -m pytest_tweak remove {shlex.quote(str(path))} {command}"
-    )
+    if len(gone) == 1:
+        what = "1 entry in {} belongs to a test that no longer exists (renamed, or its file "
+        what += "deleted), so it gates nothing: {}. If so, remove it: "
+    else:
+        what = f"{len(gone)} entries in {{}} belong to tests that no longer exist (renamed, or "
+        what += "their file deleted), so they gate nothing: {}. If so, remove them: "
+    removal = f"python -m pytest_tweak remove {shlex.quote(str(path))} {command}"
+    return "pytest-tweak: " + what.format(path, ", ".join(gone)) + removal
 
 
 def _ungated(path: Path, cases: Sequence[CaseResult]) -> str | None:

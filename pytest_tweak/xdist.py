@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +23,11 @@ __all__ = ["WORKER_OUTPUT_KEY", "ControllerHooks", "absorb", "worker_output"]
 WORKER_OUTPUT_KEY = "pytest_tweak"
 
 
-def worker_output(state: RunState, worker: str) -> dict[str, Any]:
+def worker_output(state: RunState, worker: str, rootdir: Path) -> dict[str, Any]:
     """What a worker sends the controller when it finishes, in plain JSON values."""
     return {
         "worker": worker,
+        "gone": state.gone_entries(rootdir),  # the worker collected; the controller did not
         "lock_uses": [dataclasses.asdict(use) for use in state.lock_uses],
         "environment_changed": state.environment_changed,
         "fingerprint": state.fingerprint,
@@ -39,6 +41,7 @@ def absorb(state: RunState, output: Mapping[str, Any]) -> None:
     if worker not in state.workers:  # a crashed worker's replacement reuses its id
         state.workers.append(worker)
     state.lock_uses += [LockUse(**use) for use in output.get("lock_uses", ())]
+    state.gone_on_workers.update(str(key) for key in output.get("gone", ()))
     state.environment_changed.update(output.get("environment_changed", {}))
     if not state.fingerprint:
         state.fingerprint = dict(output.get("fingerprint", {}))

@@ -354,3 +354,7 @@ def test_collected_tests_tell_entries_whose_test_is_gone_from_its_module_or_its_
     ]
     # ids from another --rootdir: none of their files was collected, so nothing is told
     assert collected.gone(["other/test_a.py::test_kept[cpu-default]"], tmp_path) == []
+    # a file mixing ids of two rootdirs (ninth user trial): the other rootdir's
+    # files are in folders this run collected nothing from, so they are not called deleted
+    mixed = ["test_a.py::test_kept[cpu-default]", "tests/test_a.py::test_kept[cpu-default]"]
+    assert collected.gone(mixed, tmp_path) == []

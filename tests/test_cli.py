@@ -447,13 +447,41 @@ def test_remove_drops_the_selected_entries_readable_or_not_and_keeps_the_others(
 ) -> None:
     baseline = write(tmp_path / "b.json", {A: entry(0.001), B: entry(0.002), C: entry(0.003)})
     baseline = with_broken_entry(baseline, "t.py::test_gone[cpu-default]")
-    assert main(["remove", str(baseline), "--test", A, "--test", "test_gone*"]) == EXIT_OK
+    assert main(["remove", str(baseline), "--test", A, "--test", "test_gone[*"]) == EXIT_OK
     out = capsys.readouterr().out
     assert f"removed 2 entries from {baseline} (kept 2 other entries):" in out
     assert f"  {A}" in out and "  t.py::test_gone[cpu-default]" in out
     found = read_baselines(baseline)
     assert found.entries == {B: entry(0.002), C: entry(0.003)}
     assert found.skipped == {}
+
+
+def test_remove_matches_whole_ids_only_and_a_dry_run_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command a run prints for a deleted tests/perf/test_tiny.py removed the live
+    extra/tests/perf/test_tiny.py's entries too: --test matched ids that contain it (ninth
+    user trial). remove matches whole ids (or test names) as globs only."""
+    gone, live = (
+        "tests/perf/test_t.py::test_x[cpu-default]",
+        "extra/tests/perf/test_t.py::test_x[cpu-default]",
+    )
+    longer = "tests/perf/test_t.py::test_x_more[cpu-default]"
+    baseline = write(
+        tmp_path / "b.json", {gone: entry(0.001), live: entry(0.002), longer: entry(0.003)}
+    )
+    before = baseline.read_bytes()
+    args = ["remove", str(baseline), "--test", "tests/perf/test_t.py::test_x[*"]
+    assert main([*args, "--dry-run"]) == EXIT_OK
+    assert capsys.readouterr().out == (
+        f"would remove 1 entry from {baseline} (--dry-run: nothing written):\n  {gone}\n"
+    )
+    assert baseline.read_bytes() == before
+    assert main(args) == EXIT_OK
+    assert set(read_baselines(baseline).entries) == {live, longer}
+    # a part of an id is not a match for remove (it is for accept and diff)
+    assert main(["remove", str(baseline), "--test", "test_t.py::test_x"]) == EXIT_USAGE
+    assert "matches no entry" in capsys.readouterr().err
 
 
 def test_remove_with_a_pattern_matching_nothing_or_no_pattern_changes_nothing(

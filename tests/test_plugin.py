@@ -632,9 +632,13 @@ def test_entries_of_renamed_or_deleted_tests_are_named_with_the_command_that_rem
             "(renamed, or their file deleted), so they gate nothing: "
             "test_gate.py::test_old[[]cpu-default[]], test_other.py::test_x[[]cpu-default[]]. "
             f"If so, remove them: python -m pytest_tweak remove {baseline} "
-            "--test 'test_gate.py::test_old[[]' --test 'test_other.py::test_x[[]'"
+            "--test 'test_gate.py::test_old[[]*' --test 'test_other.py::test_x[[]*'"
         ]
     )
+    # under pytest-xdist the workers collect, and tell the controller (ninth user trial)
+    spread = run_suite("-n", "2", "-k", "test_keep")
+    spread.assert_outcomes(passed=1)
+    spread.stdout.fnmatch_lines([f"pytest-tweak: 2 entries in {baseline} belong to tests *"])
     command = gated.stdout.str().split("If so, remove them: python ")[1].splitlines()[0]
     removed = pytester.run(sys.executable, *shlex.split(command))
     assert removed.ret == 0, removed.stderr.str()
@@ -1082,6 +1086,8 @@ def test_pytest_benchmarks_own_options_count_tweak_cases_as_benchmarks(
             ["pytest-tweak: nothing saved to *tweak-baselines.json: no case was measured*"]
         )
         assert not (pytester.path / "tweak-baselines.json").exists()
+    collect_only = run_suite("--tweak-save", "--co")  # nothing to say: --co measures nothing
+    assert "nothing saved" not in collect_only.stdout.str()
     pytester.makepyfile(
         test_mix="""
         import torch

@@ -155,5 +155,5 @@ def test_a_replaced_worker_is_counted_once() -> None:
     options = TweakOptions(devices=("cpu",), baseline_path=Path("b.json"), save=False, judging={})
     state = RunState(options)
     for worker in ("gw0", "gw1", "gw1"):
-        absorb(state, worker_output(RunState(options), worker))
+        absorb(state, worker_output(RunState(options), worker, Path(".")))
     assert state.workers == ["gw0", "gw1"]
