@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -392,20 +393,24 @@ class TweakFixture:
             if policy.failure is not None:
                 failures = (*failures, policy.failure)
         hook = self._request.config.hook.pytest_tweak_verdict
-        verdict = hook(
-            item=item,
-            baseline=baseline,
-            run=run,
-            result=result,
-            judging=session.options.judging[self.device.type],
-        )
-        if not isinstance(verdict, Verdict):
-            pytest.fail(
-                f"pytest-tweak: pytest_tweak_verdict returned {verdict!r} "
-                f"({type(verdict).__name__}); it must return a pytest_tweak.Verdict or None "
-                f"(implemented by: {implementers(hook)})",
-                pytrace=False,
+        try:
+            verdict = hook(
+                item=item,
+                baseline=baseline,
+                run=run,
+                result=result,
+                judging=session.options.judging[self.device.type],
             )
+            what = (
+                f"returned {verdict!r} ({type(verdict).__name__}); it must return a "
+                "pytest_tweak.Verdict or None"
+            )
+        except Exception as exc:  # a rule's bug fails its case, which stays in the reports
+            at = traceback.extract_tb(exc.__traceback__)[-1]
+            verdict, what = None, f"raised {type(exc).__name__}: {exc} ({at.filename}:{at.lineno})"
+        if not isinstance(verdict, Verdict):
+            problem = f"pytest_tweak_verdict {what} (implemented by: {implementers(hook)})"
+            return Verdict(Status.FAILED, failures=(*failures, problem))
         if failures:  # the case's own failures stand, whichever rule judged its speed
             verdict = dataclasses.replace(
                 verdict, status=Status.FAILED, failures=(*failures, *verdict.failures)

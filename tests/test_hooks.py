@@ -500,12 +500,28 @@ def test_a_verdict_hook_returning_no_verdict_fails_the_test_naming_the_plugin(
         "def pytest_tweak_verdict(item, baseline, run, result, judging):\n    return 'regressed'\n"
     )
     pytester.makepyfile(test_v=VERDICT_SUITE)
+    result = run_suite("--tweak-json=r.json")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*pytest_tweak_verdict returned 'regressed' (str); it must return a "
+            "pytest_tweak.Verdict or None (implemented by: *conftest.py)"
+        ]
+    )
+    # the failed cases stay in the reports, with their figures (ninth user trial: they
+    # were left out of every report, so a dashboard saw no failure in a red run)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["summary"]["cases"] == 2 and report["summary"]["failed"] == 2
+    assert all(case["timing"] is not None for case in report["cases"])
+    pytester.makeconftest(
+        "def pytest_tweak_verdict(item, baseline, run, result, judging):\n    return 1 / 0\n"
+    )
     result = run_suite()
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*pytest-tweak: pytest_tweak_verdict returned 'regressed' (str); it must return a "
-            "pytest_tweak.Verdict or None (implemented by: *conftest.py)"
+            "*pytest_tweak_verdict raised ZeroDivisionError: division by zero "
+            "(*conftest.py:2) (implemented by: *conftest.py)"
         ]
     )
 
