@@ -21,6 +21,7 @@ __all__ = [
     "POLICIES",
     "PolicyOutcome",
     "apply_policy",
+    "as_stored",
     "base_fingerprint",
     "check_fingerprint",
     "differences",
@@ -89,8 +90,16 @@ def check_fingerprint(fingerprint: object) -> str | None:
     return None
 
 
+def as_stored(fingerprint: Mapping[str, Any]) -> dict[str, Any]:
+    """``fingerprint`` as a baseline file stores it (a tuple a plugin put in becomes a list),
+    so that it compares equal to the one read back from the file (`check_fingerprint` first)."""
+    stored: dict[str, Any] = json.loads(json.dumps(fingerprint))
+    return stored
+
+
 def differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """``key: old -> new`` for each field both have and that differs."""
+    """``key: old -> new`` for each field both have and that differs (a field only one side
+    has, e.g. one a plugin added since, is not a difference: there is nothing to compare)."""
     return [
         f"{key}: {baseline[key]!r} -> {current[key]!r}"
         for key in sorted(baseline.keys() & current.keys())

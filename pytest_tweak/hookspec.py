@@ -47,8 +47,11 @@ def implementers(hook: HookCaller) -> str:
 def pytest_tweak_add_backends(config: pytest.Config) -> Mapping[str, BackendSpec] | None:
     """Contribute backends: return a dict of backend names to `BackendSpec`.
 
-    Called once per run, when the first test that uses ``tweak`` is collected. Every
-    implementation's backends are added; a name or a config type may be registered once.
+    Called when the first test that uses ``tweak`` is collected, and again for the first
+    such test a further ``conftest.py`` implementing it applies to: a test sees the backends
+    of the run's plugins and of the conftest files of its folder and those above (as any
+    conftest hook). Every implementation's backends are added; a name or a config type may be
+    registered once.
     pytest-tweak registers ``inductor``, ``eager``, ``aot_eager``, ``torchao`` and
     ``openvino`` this way. A registered backend is selected by name with
     ``@pytest.mark.tweak_backends(name, ...)``, and its config objects are accepted by
@@ -77,13 +80,17 @@ def pytest_tweak_add_backends(config: pytest.Config) -> Mapping[str, BackendSpec
             def compile(self, model, device=None):
                 return torch.compile(model, backend="cudagraphs")
 
+            def eager(self, model, device=None):  # speed-up base, accuracy reference
+                return model
+
         def pytest_tweak_add_backends(config):
             return {
                 "cudagraphs": BackendSpec(CudagraphsConfig, CudagraphsBackend, devices=("cuda",))
             }
 
     A result that is not such a dict, a name used twice, or a config type shared by two
-    backends stops the run with a usage error naming the implementing plugins.
+    backends is a collection error of each test using ``tweak`` that sees it, naming the
+    implementing plugins.
     """
     return None
 

@@ -21,7 +21,7 @@ from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
 from .citizen import DeviceMarkers, ini_keys, is_own_tweak, register_tweak_markers
 from .collect import TweakCase, case_of, limits_for, parametrize, selects_tweak
-from .fingerprint import check_fingerprint, differences, render_fingerprint
+from .fingerprint import as_stored, check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
 from .options import (
     OPTIONS,
@@ -61,8 +61,6 @@ _HEADER_KEY = pytest.StashKey[bool]()
 _GIVEN_KEY = pytest.StashKey[bool]()
 #: The session's device markers, registered once it uses ``tweak``.
 _MARKERS_KEY = pytest.StashKey[DeviceMarkers]()
-#: A bad pytest_tweak_add_backends result, kept to report it for every test using ``tweak``.
-_REGISTRY_ERROR_KEY = pytest.StashKey[RegistryError]()
 
 
 class TweakWarning(pytest.PytestWarning):
@@ -222,29 +220,28 @@ def pytest_tweak_verdict(
     return replace(verdict, notes=(*verdict.notes, note))
 
 
-def _registry(config: pytest.Config) -> BackendRegistry:
-    """The run's backends, from every ``pytest_tweak_add_backends`` implementation (once).
+def _registry(node: pytest.Item) -> BackendRegistry:
+    """The backends ``node`` sees: every ``pytest_tweak_add_backends`` implementation of the
+    run's plugins and of the ``conftest.py`` files that apply to it (a conftest's hooks are
+    scoped to its folder, and load as collection reaches it), built once per such set.
 
     A bad contribution is a `RegistryError` naming the implementing plugins; it is kept and
-    raised again for every later test, so each test using ``tweak`` reports it.
+    raised again for every later test of that set, so each test using ``tweak`` reports it.
     """
-    state = config.stash[_STATE_KEY]
-    if state.registry is not None:
-        return state.registry
-    error = config.stash.get(_REGISTRY_ERROR_KEY, None)
-    if error is not None:
-        raise error
-    hook = config.hook.pytest_tweak_add_backends
-    try:
-        state.registry = BackendRegistry.from_contributions(hook(config=config))
-        return state.registry
-    except RegistryError as exc:
-        problem = str(exc)
-    error = RegistryError(
-        f"pytest_tweak_add_backends: {problem} (implemented by: {implementers(hook)})"
-    )
-    config.stash[_REGISTRY_ERROR_KEY] = error
-    raise error
+    registries = node.config.stash[_STATE_KEY].registries
+    hook = node.ihook.pytest_tweak_add_backends
+    key = tuple(impl.plugin_name for impl in hook.get_hookimpls())
+    if key not in registries:
+        try:
+            registries[key] = BackendRegistry.from_contributions(hook(config=node.config))
+        except RegistryError as exc:
+            registries[key] = RegistryError(
+                f"pytest_tweak_add_backends: {exc} (implemented by: {implementers(hook)})"
+            )
+    found = registries[key]
+    if isinstance(found, RegistryError):
+        raise found
+    return found
 
 
 # -- collection ---------------------------------------------------------------------------
@@ -260,7 +257,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not is_own_tweak(metafunc):  # the suite's own `tweak`, or none
         return
     try:
-        registry: BackendRegistry | None = _registry(metafunc.config)
+        registry: BackendRegistry | None = _registry(metafunc.definition)
     except RegistryError as exc:
         problem = str(exc)  # failed outside the handler: no "During handling of ..." chain
         registry = None
@@ -291,8 +288,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     options = state.options
     fingerprint = base_fingerprint(options.devices, options.settings.cpu_threads)
     hook = config.hook.pytest_tweak_fingerprint
-    returned = [r for r in hook(config=config, fingerprint=fingerprint) if r is not None]
-    problem = check_fingerprint(fingerprint)
+    try:
+        returned = [r for r in hook(config=config, fingerprint=fingerprint) if r is not None]
+        problem = check_fingerprint(fingerprint)
+    except Exception as exc:  # a plugin's bug: a usage error naming it, not an INTERNALERROR
+        returned, problem = [], f"raised {type(exc).__name__}: {exc}"
     if returned:
         problem = f"returned {returned[0]!r}; change the fingerprint dict in place and return None"
     if problem is not None:
@@ -300,7 +300,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             f"pytest-tweak: pytest_tweak_fingerprint: {problem} "
             f"(implemented by: {implementers(hook)})"
         )
-    state.fingerprint = fingerprint
+    state.fingerprint = as_stored(fingerprint)
 
 
 # -- the fixture --------------------------------------------------------------------------
@@ -324,7 +324,7 @@ def tweak(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[TweakFixtu
             "do not parametrize it yourself",
             pytrace=False,
         )
-    spec = _registry(request.config).spec(case.backend)
+    spec = _registry(request.node).spec(case.backend)
     backend = spec.factory(case.config)
     if not isinstance(backend, Backend):
         pytest.fail(

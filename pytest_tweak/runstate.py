@@ -17,7 +17,7 @@ from .verdict import Limits, baseline_too_noisy, case_failures
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
     from .case import BenchmarkResult
-    from .registry import BackendRegistry
+    from .registry import BackendRegistry, RegistryError
 
 __all__ = ["LockUse", "RunState", "SaveOutcome"]
 
@@ -71,8 +71,9 @@ class RunState:
         self.saved: SaveOutcome | None = None
         #: Per-device timer buffers and reference workloads, shared by the run's cases.
         self.instruments = Instruments()
-        #: The backends of this run; built from the plugins' contributions on first use.
-        self.registry: BackendRegistry | None = None
+        #: The backends, per set of ``pytest_tweak_add_backends`` implementations a test sees
+        #: (plugins, and the conftest.py files that apply to it); a bad set's error instead.
+        self.registries: dict[tuple[str, ...], BackendRegistry | RegistryError] = {}
         #: The environment fingerprint, once a collected test uses ``tweak``.
         self.fingerprint: dict[str, Any] = {}
         #: Cases whose baseline was recorded in another environment: test id -> differences.

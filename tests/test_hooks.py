@@ -93,6 +93,38 @@ def test_by_config(tweak):
     )
 
 
+def test_a_backend_of_a_subfolders_conftest_is_known_whatever_is_collected_first(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """The backends were gathered once, at the first tweak test collected: a conftest further
+    down had not loaded yet, so its backend was unknown, depending on collection order
+    (ninth user trial). A conftest's backend is its folder's, as any conftest hook."""
+    pytester.mkpydir("a_first").joinpath("test_a.py").write_text(
+        "import torch\n\ndef test_a(tweak):\n"
+        "    tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))\n"
+    )
+    second = pytester.mkpydir("b_second")
+    second.joinpath("conftest.py").write_text(SCALE_BACKEND)
+    second.joinpath("test_b.py").write_text(
+        "import pytest, torch\n\n@pytest.mark.tweak_backends('scale')\ndef test_b(tweak):\n"
+        "    tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))\n"
+    )
+    result = run_suite("-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*a_first/test_a.py::test_a[[]cpu-default[]] PASSED*"])
+    result.stdout.fnmatch_lines(["*b_second/test_b.py::test_b[[]cpu-scale[]] PASSED*"])
+    # outside its folder the backend is unknown, as the conftest's other hooks are, though
+    # collected after the conftest was loaded
+    pytester.mkpydir("z_third").joinpath("test_z.py").write_text(
+        "import pytest\n\n@pytest.mark.tweak_backends('scale')\ndef test_z(tweak): pass\n"
+    )
+    elsewhere = run_suite("--co", "-q")
+    elsewhere.stdout.fnmatch_lines(
+        ["*z_third/test_z.py::test_z: tweak_backends got unknown backend 'scale'*"]
+    )
+    elsewhere.stdout.fnmatch_lines(["b_second/test_b.py::test_b[[]cpu-scale[]]"])
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -634,8 +666,13 @@ def test_fingerprint_fields_are_saved_shown_and_compared(
             "ERROR: pytest-tweak: pytest_tweak_fingerprint: returned {'runner': 'x'}; change the "
             "fingerprint dict in place and return None (implemented by: *conftest.py)",
         ),
+        (
+            "    raise RuntimeError('boom')\n",
+            "ERROR: pytest-tweak: pytest_tweak_fingerprint: raised RuntimeError: boom "
+            "(implemented by: *conftest.py)",
+        ),
     ],
-    ids=["not-json", "returned"],
+    ids=["not-json", "returned", "raises"],
 )
 def test_a_bad_fingerprint_is_a_usage_error_naming_the_plugin(
     pytester: pytest.Pytester, run_suite, body: str, message: str
@@ -645,6 +682,21 @@ def test_a_bad_fingerprint_is_a_usage_error_naming_the_plugin(
     result = run_suite()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_a_tuple_in_the_fingerprint_matches_the_list_its_baseline_stored(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """A tuple is JSON data, stored as a list, so it never equalled its own baseline's and
+    every case read "recorded in another environment" (ninth user trial)."""
+    pytester.makeconftest(
+        "def pytest_tweak_fingerprint(config, fingerprint):\n    fingerprint['tags'] = ('a', 'b')\n"
+    )
+    pytester.makepyfile(test_v=VERDICT_SUITE)
+    run_suite("--tweak-save").assert_outcomes(passed=2)
+    result = run_suite("--tweak-fingerprint-policy=fail", "--tweak-threshold=200")
+    result.assert_outcomes(passed=2)
+    assert "another environment" not in result.stdout.str()
 
 
 def test_fingerprint_hook_is_not_called_without_tweak_tests(
