@@ -28,6 +28,7 @@ __all__ = [
     "CollectedTests",
     "TweakCase",
     "case_of",
+    "keep_own_device_marks",
     "limits_for",
     "parametrize",
     "selects_tweak",
@@ -71,6 +72,20 @@ def selects_tweak(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     value = callspec.params.get("tweak") if callspec is not None else None
     return value is NO_DEVICE or isinstance(value, TweakCase)
+
+
+def keep_own_device_marks(item: pytest.Item) -> None:
+    """A case of a test marked for several devices (``@pytest.mark.cpu @pytest.mark.xpu``)
+    keeps only its own device's marker among the test's own, so that ``-m "not xpu"`` keeps
+    the cpu case and ``-m cpu`` leaves out the xpu one. (A device marker of the test's class
+    or module is that node's, and so every case's.)"""
+    case = case_of(item)
+    if case is not None:
+        item.own_markers[:] = [
+            mark
+            for mark in item.own_markers
+            if mark.name not in DEVICES or mark.name == case.device
+        ]
 
 
 def case_of(item: pytest.Item) -> TweakCase | None:

@@ -20,7 +20,14 @@ import pytest
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
 from .citizen import DeviceMarkers, ini_keys, is_own_tweak, register_tweak_markers
-from .collect import TweakCase, case_of, limits_for, parametrize, selects_tweak
+from .collect import (
+    TweakCase,
+    case_of,
+    keep_own_device_marks,
+    limits_for,
+    parametrize,
+    selects_tweak,
+)
 from .fingerprint import as_stored, check_fingerprint, differences, render_fingerprint
 from .hookspec import implementers
 from .options import (
@@ -42,6 +49,7 @@ from .terminal import (
     environment_line,
     lock_line,
     options_listing,
+    progress_wanted,
     settings_line,
     summary_lines,
     tuning_lines,
@@ -356,24 +364,10 @@ def tweak(request: pytest.FixtureRequest, benchmark: Any) -> Iterator[TweakFixtu
 
 def _progress_line(config: pytest.Config) -> ProgressLine | None:
     """The run's progress line; None when --tweak-progress (or auto) says no."""
-    if _PROGRESS_KEY in config.stash:
-        return config.stash[_PROGRESS_KEY]
-    mode = config.stash[_STATE_KEY].options.progress
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    quiet_here = (
-        not bool(getattr(reporter, "isatty", False))
-        or config.get_verbosity() < 0
-        or bool(os.environ.get("CI"))
-    )
-    worker = hasattr(config, "workerinput")  # an xdist worker: its output is not a terminal
-    wanted = (
-        reporter is not None
-        and not worker
-        and (mode == "on" or (mode == "auto" and not quiet_here))
-    )
-    line = ProgressLine(config) if wanted else None
-    config.stash[_PROGRESS_KEY] = line
-    return line
+    if _PROGRESS_KEY not in config.stash:
+        wanted = progress_wanted(config, config.stash[_STATE_KEY].options.progress)
+        config.stash[_PROGRESS_KEY] = ProgressLine(config) if wanted else None
+    return config.stash[_PROGRESS_KEY]
 
 
 # -- reports, the baseline file and the summary -------------------------------------------
@@ -397,6 +391,7 @@ class _RunHooks:
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         self.state.collected.note(item.nodeid, getattr(item, "module", None))
+        keep_own_device_marks(item)  # before -m and -k read them
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import os
 import shlex
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,6 +47,7 @@ __all__ = [
     "host_lines",
     "lock_line",
     "options_listing",
+    "progress_wanted",
     "settings_line",
     "summary_lines",
     "tuning_lines",
@@ -671,6 +673,24 @@ def options_listing(modes: Mapping[str, Mapping[str, object]], options: Mapping[
 
 
 # -- the progress line --------------------------------------------------------------------
+
+
+def progress_wanted(config: Any, mode: str) -> bool:
+    """Whether the run shows a progress line at ``--tweak-progress`` ``mode``: ``on``, or
+    ``auto`` on a terminal that is not quiet (``-q``) nor a CI job's; never on an xdist worker,
+    whose output is not a terminal, nor without pytest's terminal reporter."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    quiet_here = (
+        not bool(getattr(reporter, "isatty", False))
+        or config.get_verbosity() < 0
+        or bool(os.environ.get("CI"))
+    )
+    worker = hasattr(config, "workerinput")
+    return (
+        reporter is not None
+        and not worker
+        and (mode == "on" or (mode == "auto" and not quiet_here))
+    )
 
 
 class ProgressLine:

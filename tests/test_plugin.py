@@ -180,6 +180,21 @@ def test_each_case_carries_its_device_marker_for_m_expressions(
     result = run_suite("--tweak-device=cpu,cuda", "-m", "not cuda", "--strict-markers")
     result.assert_outcomes(passed=1, deselected=2)
     assert result.ret == pytest.ExitCode.OK
+    # a test marked for several devices: each case keeps only its own device's marker, so
+    # "not xpu" keeps its cpu case and "cpu" leaves out its xpu one (ninth user trial)
+    pytester.makepyfile(
+        test_ids="""
+        import pytest
+
+        @pytest.mark.cpu
+        @pytest.mark.xpu
+        def test_both(tweak): pass
+    """
+    )
+    for expression, kept in (("not xpu", "cpu"), ("cpu", "cpu"), ("xpu", "xpu")):
+        result = run_suite("--co", "-q", "--tweak-device=cpu,xpu", "-m", expression)
+        result.stdout.fnmatch_lines([f"test_ids.py::test_both[[]{kept}-default[]]"])
+        assert result.stdout.str().count("test_both[") == 1, expression
 
 
 def test_unavailable_devices_skip_naming_the_device_and_the_check(
