@@ -624,6 +624,12 @@ def _diff(args: argparse.Namespace) -> int:
     rows = _diff_rows(old, new, judging, args)
     failed = [row for row in rows if row.failed]
     code = EXIT_REGRESSED if failed else EXIT_OK
+    if rows and all(row.status in ("new", "missing") for row in rows):
+        _warn(  # a job gating on diff would pass green, having compared nothing
+            f"no test id is in both {args.old} and {args.new}, so nothing was compared: "
+            "if they hold the same tests, their ids differ (recorded from another --rootdir, "
+            "or tests renamed)"
+        )
     if args.json:
         _print_json(
             {

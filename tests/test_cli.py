@@ -166,11 +166,20 @@ def test_diff_exit_0_when_nothing_regressed_and_lists_new_and_missing(
     old = write(tmp_path / "old.json", {A: entry(0.001, 0.00101, 0.00099), B: entry(0.002)})
     new = write(tmp_path / "new.json", {A: entry(0.001), C: entry(0.003)})
     assert main(["diff", str(old), str(new), "--run-noise=0.5"]) == EXIT_OK
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     table = [line.split() for line in out.splitlines() if line.split()[1:2] == ["cpu"]]
     rows = {cells[0]: cells[-1] for cells in table}
     assert rows == {A: "unchanged", B: "missing", C: "new"}
     assert out.rstrip().endswith("1 missing, 1 new, 1 unchanged; nothing regressed: exit 0")
+    assert "nothing was compared" not in err
+    # no id in both files (another --rootdir's): exit 0 as the plugin's gate, but said
+    # (ninth user trial: a CI job gating on diff passed green, having compared nothing)
+    other = write(tmp_path / "other.json", {C: entry(0.003)})
+    assert main(["diff", str(old), str(other)]) == EXIT_OK
+    assert (
+        f"warning: no test id is in both {old} and {other}, so nothing was compared"
+        in capsys.readouterr().err
+    )
 
 
 def test_diff_exit_1_on_a_regression_with_the_plugins_message(
