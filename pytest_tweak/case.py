@@ -339,6 +339,11 @@ def run_case(
             watch_graph_breaks(graph_breaks),
         ):
             compiled = backend.compile(model, device)
+            if not callable(compiled):  # a custom backend's slip, named as such
+                raise TypeError(
+                    f"{type(backend).__name__}.compile() returned {compiled!r}, which cannot be "
+                    "called: it must return the compiled model (a callable)"
+                )
             versions = _versions(sets, kwargs)
             output = runner.run_once(first_call) if runner.disabled else first_call()
             if checks.accuracy and eager_model is not None:

@@ -286,7 +286,7 @@ def _marker_configs(metafunc: pytest.Metafunc, registry: BackendRegistry) -> lis
     configs: list[Any] = []
     for name in names:
         own = [c for c in given if registry.name_of(c) == name]
-        configs += own or [registry.spec(name).config_type()]
+        configs += own or [_default_config(registry, name, where)]
     return configs
 
 
@@ -327,6 +327,21 @@ def limits_for(item: pytest.Item, case: TweakCase, defaults: Limits) -> Limits:
     if not any(mark.name == "tweak_limits" for mark in marks):
         return case.limits
     return _limits_of(list(item.iter_markers("tweak_limits")), defaults, item.nodeid)
+
+
+def _default_config(registry: BackendRegistry, name: str, where: str) -> Any:
+    """The backend's default config, ``config_type()``; a type that needs arguments fails
+    the test's collection naming the backend (its plugin must give every field a default)."""
+    config_type = registry.spec(name).config_type
+    try:
+        return config_type()
+    except TypeError as exc:
+        pytest.fail(
+            f"{where}: backend {name!r} has no default config: {config_type.__name__}() "
+            f"failed ({exc}); its plugin must give every field of the config type a default, "
+            f"or name a config with tweak_configs({config_type.__name__}(...))",
+            pytrace=False,
+        )
 
 
 def _limits(metafunc: pytest.Metafunc, defaults: Limits) -> Limits:

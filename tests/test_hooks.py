@@ -93,6 +93,66 @@ def test_by_config(tweak):
     )
 
 
+def test_a_backends_slips_are_named_as_the_backends(pytester: pytest.Pytester, run_suite) -> None:
+    """A config type without defaults gave a bare TypeError, and compile() returning None
+    "'NoneType' object is not callable" (ninth user trial)."""
+    pytester.makeconftest(
+        SCALE_BACKEND
+        + """
+@dataclass(frozen=True)
+class NeedsConfig:
+    level: int
+
+    @property
+    def id(self):
+        return f"l{self.level}"
+
+    def describe(self):
+        return {"level": self.level}
+
+class NoneBackend(ScaleBackend):
+    def compile(self, model, device=None):
+        return None
+
+def pytest_tweak_add_backends(config):
+    return {
+        "scale": BackendSpec(ScaleConfig, NoneBackend),
+        "needs": BackendSpec(NeedsConfig, ScaleBackend),
+    }
+"""
+    )
+    pytester.makepyfile(
+        test_slips="""
+        import pytest, torch
+
+        @pytest.mark.tweak_backends("scale")
+        def test_none(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))
+        """,
+        test_needs="""
+        import pytest
+
+        @pytest.mark.tweak_backends("needs")
+        def test_needs(tweak): pass
+        """,
+    )
+    result = run_suite("test_slips.py")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*TypeError: NoneBackend.compile() returned None, which cannot be called: it must "
+            "return the compiled model (a callable)"
+        ]
+    )
+    result = run_suite("test_needs.py")
+    result.stdout.fnmatch_lines(
+        [
+            "*test_needs.py::test_needs: backend 'needs' has no default config: NeedsConfig() "
+            "failed (*); its plugin must give every field of the config type a default*"
+        ]
+    )
+
+
 def test_a_backend_of_a_subfolders_conftest_is_known_whatever_is_collected_first(
     pytester: pytest.Pytester, run_suite
 ) -> None:
