@@ -493,7 +493,8 @@ class Raw:
         base = self.invocation_dir if source.startswith("--") else self.ini_dir
         # "~/x" is the home folder's x, not a folder named "~" (an ini file, or --opt=~/x,
         # which the shell leaves as it is)
-        return base / Path(str(raw)).expanduser(), source
+        # "ci/../perf/b.json" names perf/b.json: messages show it so
+        return Path(os.path.normpath(base / Path(str(raw)).expanduser())), source
 
     def number(
         self, name: str, default: float, allowed: str, check: Callable[[float], bool]

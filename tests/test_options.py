@@ -122,6 +122,11 @@ def test_paths_are_relative_to_the_command_line_or_to_the_ini_file(tmp_path: Pat
     assert options.json_path == tmp_path / "here" / "out" / "r.json"
     raw = Raw({"baseline": ("b.json", "ini option tweak_baseline")}, ini_dir=tmp_path / "ini")
     assert resolve_options(raw).baseline_path == tmp_path / "ini" / "b.json"
+    # "../" is resolved as written, so the settings line and messages show the file itself
+    raw = Raw(
+        {"baseline": ("../perf/b.json", "ini option tweak_baseline")}, ini_dir=tmp_path / "ini"
+    )
+    assert resolve_options(raw).baseline_path == tmp_path / "perf" / "b.json"
 
 
 def test_a_path_from_the_home_folder_is_the_home_folders(
