@@ -414,6 +414,14 @@ def test_markdown_escapes_pipes_in_cells() -> None:
     assert "`inductor:a\\|b`" in markdown_report([case])
 
 
+def test_markdown_says_a_test_failed_on_its_own_beside_a_verdict_that_passed() -> None:
+    """The terminal said "new, test failed" for a test whose own assert failed after
+    tweak.benchmark(); the markdown row said only "new" (ninth user trial)."""
+    case = dataclasses.replace(_case("test_own", "default", 1e-5), outcome="failed")
+    row = next(line for line in markdown_report([case]).splitlines() if "inductor:default" in line)
+    assert row.rstrip().endswith("| new, **test failed** |")
+
+
 def test_the_json_report_matches_its_schema() -> None:
     document = json_report(_cases(), ENVIRONMENT, SETTINGS)
     _validate(document)

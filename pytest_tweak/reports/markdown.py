@@ -71,6 +71,8 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
             verdict = str(case.verdict.status)
             if case.verdict.failed:
                 verdict = f"**{verdict}** (test failed)"
+            elif case.outcome == "failed":  # its own assert, after a verdict that passed
+                verdict = f"{verdict}, **test failed**"
             rows.append(
                 (
                     f"`{case.backend}:{case.config_id}`",
