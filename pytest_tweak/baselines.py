@@ -54,7 +54,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from .files import write_atomic
+from .files import read_only_reason, remove_stale_temps, write_atomic
 from .formatting import geometric_mean
 from .locks import LockTimeout, exclusive
 from .stats import Summary
@@ -325,7 +325,12 @@ def read_baselines(path: Path) -> BaselineFile:
             "pytest-tweak?)",
         )
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_refuse_duplicates,
+        )
     except json.JSONDecodeError as exc:
         raise BaselineError(
             path, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
@@ -391,6 +396,29 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number as a float; one too large for a float (``1e400``) would read as
+    infinity, which no save could write back."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text} is out of a float's range")
+    return value
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; a key given twice (a merge that kept both sides) is refused rather than
+    read as its last copy, which a save would then write alone, losing the other."""
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(
+                f"the key {key!r} appears twice in one object (a merge that kept both "
+                "sides?): keep one of them"
+            )
+        found[key] = value
+    return found
+
+
 def load_baselines(path: Path) -> dict[str, BaselineEntry]:
     """The readable entries of the baseline file (see `read_baselines`)."""
     return read_baselines(path).entries
@@ -442,7 +470,11 @@ def update_baselines(path: Path, update: Callable[[BaselineFile], BaselineFile])
         BaselineError: the existing file is broken, ``update`` raised it, or writing failed;
             in each case the file is left untouched.
     """
+    read_only = read_only_reason(path)
+    if read_only is not None:
+        raise BaselineError(path, f"cannot be written: {read_only}; nothing was written")
     with _locked(path):
+        remove_stale_temps(path)  # of a save killed mid-write; under the lock none is live
         written = update(read_baselines(path))
         _replace(path, render(written.entries, written.raw))
     return written

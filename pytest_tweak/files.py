@@ -4,12 +4,13 @@ of one, whatever happens mid-write. Used by the baseline file and the report fil
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["append_text", "write_atomic"]
+__all__ = ["append_text", "read_only_reason", "remove_stale_temps", "write_atomic"]
 
 
 def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
@@ -37,6 +38,39 @@ def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why the existing file ``path`` cannot be replaced, or ``None``: its file system is
+    mounted read-only, or the file itself is read-only. `write_atomic` replaces a file by a
+    rename, which the file's own mode does not stop, so that is checked here as ``open(path,
+    "w")`` would (root passes ``os.access`` whatever the mode)."""
+    if not path.exists():
+        return None
+    with contextlib.suppress(OSError, AttributeError):  # no statvfs on Windows
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return "its file system is mounted read-only; name a file on a writable one"
+    mode = path.stat().st_mode
+    if not os.access(path, os.W_OK) or not mode & 0o222:
+        return (
+            f"the file is read-only (mode {mode & 0o777:04o}); make it writable "
+            f"(chmod u+w {path}) or name another file"
+        )
+    return None
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Remove the temporary files `write_atomic` left beside ``path`` when its process was
+    killed mid-write (``SIGKILL`` runs no cleanup). Call it only while holding the lock that
+    every writer of ``path`` holds: then no such file belongs to a write under way.
+    Returns the files removed."""
+    pattern = f".{glob.escape(path.name)}.*.tmp"
+    removed = []
+    for temp in path.parent.glob(pattern):
+        with contextlib.suppress(OSError):
+            temp.unlink()
+            removed.append(temp)
+    return removed
 
 
 def append_text(path: Path, text: str) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .devices import DEVICES, parse_device
+from .files import read_only_reason
 from .fingerprint import POLICIES
 from .measure import CaseChecks, MeasureSettings
 from .verdict import (
@@ -692,13 +693,9 @@ def _unwritable(path: Path, example: str) -> str | None:
     """Why ``path`` cannot be written as a file (missing folders are created), or ``None``."""
     if path.is_dir():
         return f"it is a folder; name a file, e.g. {path / example}"
-    # the write replaces the file (a rename), which its own mode does not stop: check it, as
-    # `open(path, "w")` would (root passes os.access whatever the mode)
-    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
-        return (
-            f"the file is read-only (mode {path.stat().st_mode & 0o777:04o}); make it "
-            f"writable (chmod u+w {path}) or name another file"
-        )
+    read_only = read_only_reason(path)
+    if read_only is not None:
+        return read_only
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent  # the write creates the missing folders below this one

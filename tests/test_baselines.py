@@ -165,6 +165,76 @@ def test_undecodable_file_is_an_error(tmp_path: Path) -> None:
         load_baselines(path)
 
 
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        # 1e400 reads as infinity, which no save could write back (every later save crashed)
+        (('"graph_breaks": 0', '"graph_breaks": 0, "compile_time_s": 1e400'), "1e400 is out of"),
+        # a merge that kept both sides: the last copy alone was read, and a save wrote it alone
+        (('"cases": {', '"cases": {"a": {"runs": []}, '), "the key 'a' appears twice"),
+    ],
+)
+def test_a_number_out_of_range_or_a_test_id_given_twice_refuses_the_file(
+    tmp_path: Path, edit: tuple[str, str], problem: str
+) -> None:
+    # both found in the tenth user trial
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry(), "b": entry()})
+    text = path.read_text().replace(*edit, 1)
+    assert text != path.read_text()
+    path.write_text(text)
+    with pytest.raises(BaselineError, match=problem):
+        read_baselines(path)
+    with pytest.raises(BaselineError, match=problem):
+        save_baselines(path, {"c": entry()})
+    assert path.read_text() == text  # refused, never rewritten
+
+
+def test_a_save_removes_the_temporary_files_of_saves_killed_mid_write(tmp_path: Path) -> None:
+    # a SIGKILL runs no cleanup: each killed save left a full-size .b.json.XXXX.tmp behind for
+    # good (tenth user trial). Under the lock, no such file belongs to a live save.
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    for name in (".b.json.k1ll3d00.tmp", ".b.json.abcd_efg.tmp"):
+        (tmp_path / name).write_text(path.read_text()[:50])
+    (tmp_path / ".other.json.k1ll3d00.tmp").write_text("another file's")
+    save_baselines(path, {"b": entry()})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".b.json.lock",
+        ".other.json.k1ll3d00.tmp",
+        "b.json",
+    ]
+    assert set(load_baselines(path)) == {"a", "b"}
+
+
+def test_an_update_refuses_a_read_only_file_as_the_plugin_does(tmp_path: Path) -> None:
+    # the CLI's remove, accept and merge rewrote a file that --tweak-save refused to
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    path.chmod(0o444)
+    before = path.read_bytes()
+    with pytest.raises(BaselineError, match=r"read-only \(mode 0444\); make it writable"):
+        save_baselines(path, {"b": entry()})
+    assert path.read_bytes() == before and path.stat().st_mode & 0o777 == 0o444
+
+
+def test_a_file_on_a_read_only_mount_is_named_as_such_not_its_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only mount told to chmod a file of mode 0644 (tenth user trial). Mounting needs
+    privileges tests do not have: ``os.statvfs`` answers as it does on such a mount."""
+    from pytest_tweak.files import read_only_reason
+
+    path = tmp_path / "b.json"
+    save_baselines(path, {"a": entry()})
+    assert read_only_reason(path) is None
+    real = os.statvfs(path)
+    mounted_ro = os.statvfs_result((*real[:8], real.f_flag | os.ST_RDONLY, real.f_namemax))
+    monkeypatch.setattr(os, "statvfs", lambda p: mounted_ro)
+    with pytest.raises(BaselineError, match="file system is mounted read-only"):
+        save_baselines(path, {"b": entry()})
+
+
 def test_failed_replace_leaves_the_old_file_whole_and_no_temp_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

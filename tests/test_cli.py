@@ -633,3 +633,21 @@ def test_the_command_tells_its_version() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.strip() == f"pytest-tweak {__version__}"
+
+
+def test_remove_accept_and_merge_refuse_a_read_only_file_as_tweak_save_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # they rewrote it by a rename, which the file's mode does not stop (tenth user trial)
+    baseline = write(tmp_path / "b.json", {A: entry(0.001), B: entry(0.002)})
+    new = write(tmp_path / "new.json", {C: entry(0.003)})
+    baseline.chmod(0o444)
+    before = baseline.read_bytes()
+    for args in (
+        ["remove", str(baseline), "--test", A],
+        ["accept", str(baseline), str(new)],
+        ["merge", str(baseline), str(new)],
+    ):
+        assert main(args) == EXIT_USAGE, args
+        assert "read-only (mode 0444); make it writable" in capsys.readouterr().err
+        assert baseline.read_bytes() == before
