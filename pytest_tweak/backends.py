@@ -14,6 +14,7 @@ import copy
 import difflib
 import importlib
 import logging
+import os
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,6 +36,7 @@ __all__ = [
     "OpenVINOBackend",
     "TorchAOBackend",
     "TorchInductorBackend",
+    "compile_disabled",
     "model_device",
 ]
 
@@ -361,6 +363,17 @@ def _openvino_fallbacks() -> Iterator[list[str]]:
             logger.propagate = propagate
 
 
+def compile_disabled() -> str | None:
+    """Why ``torch.compile`` hands models back uncompiled in this process, or ``None``."""
+    if os.environ.get("TORCHDYNAMO_DISABLE", "") == "1":
+        return "TORCHDYNAMO_DISABLE=1 is set in the environment"
+    if getattr(torch._dynamo.config, "disable", False):
+        if os.environ.get("TORCH_COMPILE_DISABLE", "") == "1":
+            return "TORCH_COMPILE_DISABLE=1 is set in the environment"
+        return "torch._dynamo.config.disable is set"
+    return None
+
+
 def _named(backend: str, config_id: str) -> str:
     return backend if config_id == "default" else f"{backend}-{config_id}"
 
@@ -371,7 +384,8 @@ def _config_of(backend: object, config: Any, config_type: type[Any]) -> Any:
         return config_type()
     if not isinstance(config, config_type):
         raise TypeError(
-            f"{type(backend).__name__} takes a {config_type.__name__}, got {type(config).__name__}"
+            f"{type(backend).__name__} takes a config of type {config_type.__name__}, got "
+            f"{type(config).__name__}"
         )
     return config
 

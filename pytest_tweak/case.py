@@ -7,7 +7,6 @@ and by `tune`; a `Runner` says whether timing is on and where the samples go.
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import os
 import time
@@ -20,7 +19,7 @@ from typing import Any, Protocol
 import torch
 
 from .accuracy import Accuracy, compare_outputs
-from .backends import Backend, TorchInductorBackend
+from .backends import Backend, EagerBackend, TorchInductorBackend, compile_disabled
 from .counters import (
     BreakReason,
     CacheUse,
@@ -34,7 +33,7 @@ from .counters import (
     reset_dynamo,
     watch_graph_breaks,
 )
-from .devices import make_synchronizer, release_memory, to_device
+from .devices import make_synchronizer, release_memory, same_mapping, to_device
 from .logs import quiet_trace_log
 from .measure import (
     HOST_REFERENCE,
@@ -277,6 +276,13 @@ def run_case(
     sets = [tuple(args)] if inputs is None else [_as_args(item) for item in inputs]
     if not sets:
         raise CaseError("inputs is empty: give at least one input set")
+    disabled = compile_disabled()
+    if disabled is not None and not isinstance(backend, EagerBackend):
+        raise CaseError(
+            f"{backend.name} on {device}: {disabled}, so torch.compile hands the model back "
+            f"uncompiled and this case would time eager code as {backend.name}'s: unset it to "
+            "measure (nothing of this case is saved)"
+        )
     started = time.perf_counter()
     sync = make_synchronizer(device)
     model = to_device(model, device)
@@ -672,7 +678,7 @@ def _copied(value: Any) -> Any:
         return value.detach().clone()
     if isinstance(value, Mapping):
         copies = {k: _copied(v) for k, v in value.items()}
-        return copies if type(value) is dict else _same_mapping(value, copies)
+        return copies if type(value) is dict else same_mapping(value, copies)
     if isinstance(value, (list, tuple)):
         items = [_copied(v) for v in value]
         if hasattr(value, "_fields"):  # a named tuple
@@ -695,18 +701,6 @@ def _versions(sets: Sequence[tuple[Any, ...]], kwargs: Mapping[str, Any]) -> dic
             if not tensor.is_inference():
                 found[place] = tensor._version
     return found
-
-
-def _same_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Any:
-    """A mapping of ``value``'s own class (an ``OrderedDict``, a Hugging Face ``ModelOutput``,
-    whose attributes follow its items) holding ``items``; a plain dict where it cannot be."""
-    try:
-        same = copy.copy(value)
-        for key, item in items.items():
-            same[key] = item  # type: ignore[index]
-    except Exception:  # a read-only or unusual mapping: what it holds still counts
-        return items
-    return same
 
 
 def _tensors(value: Any, where: str) -> Iterator[tuple[str, torch.Tensor]]:

@@ -24,6 +24,7 @@ import pytest
 __all__ = [
     "DEVICE_MARKERS",
     "DeviceMarkers",
+    "benchmark_missing",
     "conftest_mentions_tweak",
     "is_own_tweak",
     "mentions_tweak",
@@ -92,6 +93,19 @@ def conftest_mentions_tweak(module: Path, root: Path, seen: dict[Path, bool]) ->
         if folder == root or folder.parent == folder or root not in folder.parents:
             return False
         folder = folder.parent
+
+
+def benchmark_missing(config: pytest.Config) -> str | None:
+    """pytest-tweak times its cases through pytest-benchmark's ``benchmark`` fixture: why
+    that plugin is not loaded in this run, or ``None``."""
+    names = {getattr(plugin, "__name__", None) for plugin in config.pluginmanager.get_plugins()}
+    if "pytest_benchmark.plugin" in names:
+        return None
+    return (
+        "`tweak` times its cases through pytest-benchmark, which is not loaded in this run "
+        "(`-p no:benchmark`, or PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 without `-p benchmark`): "
+        "drop `-p no:benchmark`, or add `-p pytest_benchmark.plugin`"
+    )
 
 
 def registered_markers(config: pytest.Config) -> set[str]:

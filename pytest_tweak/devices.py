@@ -6,7 +6,9 @@ cuda and xpu share one code path: every accelerator call goes through
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "make_synchronizer",
     "parse_device",
     "release_memory",
+    "same_mapping",
     "to_device",
     "worker_device",
 ]
@@ -170,14 +173,34 @@ def release_memory(device: torch.device) -> None:
 
 
 def to_device(value: Any, device: torch.device) -> Any:
-    """Move tensors (also inside lists, tuples and dicts) and modules to ``device``."""
+    """Move tensors and modules to ``device``, also inside lists, tuples, mappings and
+    dataclasses, each rebuilt as its own type (a Hugging Face ``ModelOutput`` or
+    ``BatchEncoding`` stays one, with its attributes)."""
     import torch
 
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
         return value.to(device)
-    if isinstance(value, dict):
-        return {k: to_device(v, device) for k, v in value.items()}
+    if isinstance(value, Mapping):
+        moved = {k: to_device(v, device) for k, v in value.items()}
+        return moved if type(value) is dict else same_mapping(value, moved)
     if isinstance(value, (list, tuple)):
-        moved = [to_device(v, device) for v in value]
-        return type(value)(moved) if not hasattr(value, "_fields") else type(value)(*moved)
+        items = [to_device(v, device) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = [f.name for f in dataclasses.fields(value) if f.init]
+        changes = {name: to_device(getattr(value, name), device) for name in fields}
+        if any(changes[name] is not getattr(value, name) for name in fields):
+            return dataclasses.replace(value, **changes)
     return value
+
+
+def same_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Any:
+    """A mapping of ``value``'s own class (an ``OrderedDict``, a Hugging Face ``ModelOutput``,
+    whose attributes follow its items) holding ``items``; a plain dict where it cannot be."""
+    try:
+        same = copy.copy(value)
+        for key, item in items.items():
+            same[key] = item  # type: ignore[index]
+    except Exception:  # a read-only or unusual mapping: what it holds still counts
+        return items
+    return same

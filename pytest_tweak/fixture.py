@@ -192,23 +192,23 @@ class TweakFixture:
         if getattr(benchmark, "_mode", "") is None:  # pytest-benchmark: never used
             benchmark.skipped = True  # its teardown then keeps its "not used at all" warning
 
-    def compile(self, model: Callable[..., Any]) -> Callable[..., Any]:
+    def compile(self, model: Callable[..., Any], /) -> Callable[..., Any]:
         """Move ``model`` to this case's device and compile it with this case's config."""
         return self.backend.compile(to_device(model, self.device), self.device)
 
-    def benchmark(self, model: Callable[..., Any], *args: Any, **kwargs: Any) -> BenchmarkResult:
+    def benchmark(self, model: Callable[..., Any], /, *args: Any, **kwargs: Any) -> BenchmarkResult:
         """Compile, check, warm up and time ``model(*args, **kwargs)`` on this case's device.
 
         Tensors in the arguments are moved to the device. Graph breaks and recompiles are
         counted from dynamo; the first output is compared with the eager model's. A case over
         its limits, or wrong against eager, fails the test here; so does a regression against
         its baseline. Can be called once per test (pytest-benchmark records one benchmark per
-        test).
+        test). ``model`` is positional only: a keyword named ``model`` is the model's own.
         """
         return self._run(model, args, kwargs, None)
 
     def benchmark_inputs(
-        self, model: Callable[..., Any], inputs: Sequence[Any], **kwargs: Any
+        self, model: Callable[..., Any], inputs: Sequence[Any], /, **kwargs: Any
     ) -> BenchmarkResult:
         """Like `benchmark`, over several input sets: one call runs the model on each in turn.
 
@@ -216,7 +216,9 @@ class TweakFixture:
         argument; ``kwargs`` go to every call. Recompiles between the sets are counted, so
         ``tweak.benchmark_inputs(model, [torch.randn(b, 64) for b in (2, 8, 32)])`` shows what
         ``dynamic=True``, ``None`` or ``False`` does with changing batch sizes. The timings are
-        per pass over all the sets; ``result.output`` is the list of the outputs.
+        per pass over all the sets; ``result.output`` is the list of the outputs. ``model``
+        and ``inputs`` are positional only: keywords of those names are the model's own
+        (``inputs=`` of a ``generate``, say).
         """
         if isinstance(inputs, (torch.Tensor, str, bytes)) or not isinstance(inputs, Sequence):
             raise TypeError(

@@ -125,14 +125,21 @@ class MeasureSettings:
     def __post_init__(self) -> None:
         for name in ("warmup_s", "max_time_s", "min_round_s", "stable_pct", "precision_pct"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or value < 0 or math.isnan(value):
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or value < 0
+                or math.isnan(value)
+            ):
                 raise ValueError(f"{name} must be a number >= 0, got {value!r}")
         for name in ("min_rounds", "max_rounds"):
             value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         if self.cpu_threads is not None and (
-            not isinstance(self.cpu_threads, int) or self.cpu_threads < 1
+            not isinstance(self.cpu_threads, int)
+            or isinstance(self.cpu_threads, bool)
+            or self.cpu_threads < 1
         ):
             raise ValueError(
                 f"cpu_threads must be an integer >= 1 or None, got {self.cpu_threads!r}"

@@ -19,7 +19,13 @@ import pytest
 
 from . import hookspec
 from .baselines import BaselineEntry, BaselineError, RunRecord
-from .citizen import DeviceMarkers, ini_keys, is_own_tweak, register_tweak_markers
+from .citizen import (
+    DeviceMarkers,
+    benchmark_missing,
+    ini_keys,
+    is_own_tweak,
+    register_tweak_markers,
+)
 from .collect import (
     TweakCase,
     case_of,
@@ -264,11 +270,11 @@ def pytest_collectstart(collector: pytest.Collector) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not is_own_tweak(metafunc):  # the suite's own `tweak`, or none
         return
+    problem, registry = benchmark_missing(metafunc.config), None
     try:
-        registry: BackendRegistry | None = _registry(metafunc.definition)
+        registry = None if problem else _registry(metafunc.definition)
     except RegistryError as exc:
         problem = str(exc)  # failed outside the handler: no "During handling of ..." chain
-        registry = None
     if registry is None:
         pytest.fail(f"pytest-tweak: {problem}", pytrace=False)
     metafunc.config.stash[_MARKERS_KEY].register()  # tweak reached through a plugin's fixture

@@ -9,7 +9,7 @@ module(x)                       # runs the winner's compiled model
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from .backends import Backend, TorchInductorBackend, model_device, refuse_compil
 from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
 from .devices import DEVICES, availability
-from .measure import Instruments, MeasureSettings
+from .measure import CaseChecks, Instruments, MeasureSettings
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
 
@@ -43,11 +43,16 @@ class OneBackendStrategy:
 class BestOfStrategy:
     """Measure several backends and keep the one with the lowest median time."""
 
-    def __init__(self, backends: Sequence[Backend]) -> None:
+    def __init__(self, backends: Iterable[Backend]) -> None:
         if isinstance(backends, Backend):
             raise TypeError(
                 f"BestOfStrategy takes a list of backends, got one ({backends!r}): "
                 "BestOfStrategy([...]), or OneBackendStrategy(backend) for one"
+            )
+        if not isinstance(backends, Iterable) or isinstance(backends, str):
+            raise TypeError(
+                f"BestOfStrategy takes a list of backends, got {backends!r}: "
+                "BestOfStrategy([EagerBackend(), TorchInductorBackend()]), say"
             )
         backends = tuple(backends)
         if not backends:
@@ -73,7 +78,13 @@ Strategy = OneBackendStrategy | BestOfStrategy
 
 
 class Module:
-    """A model with a name and a tuning strategy; after `tune`, calls run the winner."""
+    """A model with a name and a tuning strategy; after `tune`, calls run the winner.
+
+    A wrapper for calling, not a ``torch.nn.Module``: its model's parameters, ``.to()``,
+    ``.eval()`` and ``state_dict()`` are ``module.model``'s. Keep it out of an
+    ``nn.Module``'s attributes (the parent would not see the parameters); wrap the whole
+    model instead, or assign ``module.model`` there.
+    """
 
     def __init__(
         self, model: Callable[..., Any], name: str, strategy: Strategy | None = None
@@ -110,8 +121,14 @@ class Module:
 class TuneResult:
     """What `tune` measured, per backend name, and which backend won.
 
-    Backends that failed to compile or run are in `errors` with the reason, not in
-    `measurements`.
+    Backends that failed to compile or run, or whose output did not match the eager model's,
+    are in `errors` with the reason, not in `measurements`.
+
+    Attributes:
+        module: The `Module`'s name.
+        measurements: Backend name -> its `BenchmarkResult` (``median_s``, ``accuracy``, ...).
+        errors: Backend name -> why it was left out.
+        winner: The backend with the lowest median, which ``module`` now calls.
     """
 
     module: str
@@ -121,6 +138,7 @@ class TuneResult:
 
     @property
     def best(self) -> BenchmarkResult:
+        """The winner's measurement."""
         return self.measurements[self.winner.name]
 
     def __repr__(self) -> str:  # the measurements' outputs and samples would fill a screen
@@ -146,19 +164,28 @@ def tune(
 
     Args:
         module: The model to tune, wrapped with its strategy: ``Module(model, name, strategy)``.
-        input_data: One input, or a tuple of positional inputs.
+        input_data: One input, or a tuple of positional inputs (a named tuple, a batch, is
+            one input).
         kwargs: Keyword inputs of every call (``attention_mask=...`` of a Hugging Face
             model, say), moved to the device like the positional ones.
         device: Where to run; by default the device of the model's parameters.
         settings: Warm-up and timing settings; by default those of the plugin without the
-            eager and reference companions (every backend is timed in the same process).
-            Settings given are used as they are: ``MeasureSettings(max_time_s=0.2,
-            eager=False, reference=False)`` keeps the companions out.
+            eager and reference companions (every backend is timed in the same process), and
+            with torch's own cpu thread count, which the winner then runs with
+            (``cpu_threads=None``). Settings given are used as they are:
+            ``MeasureSettings(max_time_s=0.2, eager=False, reference=False)`` keeps the
+            companions out (and times cpu backends on one thread, the default).
 
     Each backend is compiled from a clean slate: dynamo is reset (``torch._dynamo.reset()``)
     before each, and once more before the winner is compiled, so other ``torch.compile``d
     models of the process compile again on their next call. Tune at start-up, before
     compiling the rest. The winner compiles on ``module``'s first call.
+
+    Each backend's output is checked against the eager model's (`BenchmarkResult.accuracy`);
+    a backend whose output does not match is not a candidate, however fast. Tuning calls the
+    model hundreds of times: whatever a call changes (a ``BatchNorm``'s running statistics in
+    train mode, the weights of a training step) changes in ``module.model``. Tune in eval
+    mode, or tune a copy (``copy.deepcopy(model)``) and keep the original.
 
     Returns:
         The measurements and the winner; ``module`` then calls the winner's compiled model.
@@ -178,7 +205,13 @@ def tune(
             f"tune's settings are a pytest_tweak.MeasureSettings (for example "
             f"MeasureSettings(max_time_s=0.1)), got {type(settings).__name__}"
         )
-    args = input_data if isinstance(input_data, tuple) else (input_data,)
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise TypeError(
+            f"tune's kwargs are a mapping of keyword inputs (kwargs={{'attention_mask': "
+            f"mask}}), got {type(kwargs).__name__}"
+        )
+    one = not isinstance(input_data, tuple) or hasattr(input_data, "_fields")
+    args = (input_data,) if one else input_data
     # checked before torch reads it: torch's own error lists every device type it knows
     given = model_device(module.model) if device is None else device
     if str(given).split(":")[0] not in DEVICES:
@@ -191,7 +224,7 @@ def tune(
     if not found.available:
         raise RuntimeError(f"tune({module.name!r}): device {where} is not usable: {found.reason}")
     if settings is None:
-        settings = MeasureSettings(eager=False, reference=False)
+        settings = MeasureSettings(eager=False, reference=False, cpu_threads=None)
     measurements: dict[str, BenchmarkResult] = {}
     errors: dict[str, str] = {}
     instruments = Instruments()  # one timer buffer and reference for every backend
@@ -206,9 +239,15 @@ def tune(
                 settings=settings,
                 runner=LocalRunner(),
                 instruments=instruments,
+                checks=CaseChecks(memory=False),
             )
         except CaseError as exc:
             errors[backend.name] = str(exc)
+            continue
+        accuracy = measurements[backend.name].accuracy
+        if accuracy is not None and not accuracy.ok:
+            del measurements[backend.name]
+            errors[backend.name] = f"{backend.name} on {where}: {accuracy.describe()}"
     if not measurements:
         raise RuntimeError(
             f"tune({module.name!r}): every backend failed:\n" + "\n".join(errors.values())

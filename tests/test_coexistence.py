@@ -220,3 +220,25 @@ def test_the_settings_line_comes_where_tweak_is_used_and_is_short(
     result.stdout.fnmatch_lines(
         ["platform *", "tweak: devices=cpu, baseline=tweak-baselines.json, threshold=cpu=10%"]
     )
+
+
+def test_a_run_without_pytest_benchmark_says_so_for_tweak_and_leaves_other_tests_be(
+    pytester: pytest.Pytester,
+) -> None:
+    """``-p no:benchmark`` made each test using tweak fail with pytest's "fixture 'benchmark'
+    not found", naming neither pytest-tweak's need nor the fix (tenth user trial)."""
+    pytester.makepyfile(
+        test_plain="def test_plain(): pass\n", test_perf="def test_x(tweak): pass\n"
+    )
+    args = ("-p", "no:benchmark", "-p", "no:cacheprovider", "--continue-on-collection-errors")
+    result = pytester.runpytest_subprocess(*args)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR collecting test_perf.py*",
+            "*pytest-tweak: `tweak` times its cases through pytest-benchmark, which is not "
+            "loaded in this run (`-p no:benchmark`*drop `-p no:benchmark`, or add "
+            "`-p pytest_benchmark.plugin`*",
+        ]
+    )
+    assert "fixture 'benchmark' not found" not in result.stdout.str()

@@ -97,6 +97,41 @@ def test_to_device_moves_nested_tensors_and_keeps_the_rest() -> None:
     assert moved["p"].b == "s"
 
 
+def test_to_device_keeps_each_containers_type_and_moves_what_it_holds() -> None:
+    # found in the tenth user trial: a dict subclass (a Hugging Face ModelOutput handed to a
+    # head model) reached the model as a plain dict, and dataclasses were not looked into
+    import collections
+    import dataclasses
+
+    class Output(collections.OrderedDict):  # as ModelOutput: attributes follow the items
+        def __setitem__(self, key: str, value: object) -> None:
+            super().__setitem__(key, value)
+            setattr(self, key, value)
+
+    @dataclasses.dataclass(frozen=True)
+    class Batch:
+        x: torch.Tensor
+        label: str
+
+    class Encoding(collections.UserDict):  # as BatchEncoding
+        pass
+
+    x = torch.ones(2)
+    out = Output()
+    out["hidden"] = x
+    meta = torch.device("meta")
+    moved_out = to_device(out, meta)
+    assert type(moved_out) is Output and moved_out.hidden.device.type == "meta"
+    assert out.hidden.device.type == "cpu"  # the caller's object is left as it was
+    moved_batch = to_device(Batch(x, "a"), meta)
+    assert type(moved_batch) is Batch and moved_batch.x.device.type == "meta"
+    assert moved_batch.label == "a"
+    moved_enc = to_device(Encoding(ids=x), meta)
+    assert type(moved_enc) is Encoding and moved_enc["ids"].device.type == "meta"
+    same = Batch(x, "b")  # nothing to move: the object itself
+    assert to_device(same, torch.device("cpu")) is same
+
+
 def test_xdist_workers_take_the_devices_in_turn() -> None:
     from pytest_tweak.devices import worker_device
 

@@ -251,3 +251,40 @@ def test_an_output_that_goes_nan_while_timed_fails_its_case(
     )
     saved = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
     assert list(saved) == ["test_grows.py::test_steady[cpu-default]"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "named"),
+    [
+        ("TORCHDYNAMO_DISABLE", "TORCHDYNAMO_DISABLE=1 is set in the environment"),
+        ("TORCH_COMPILE_DISABLE", "TORCH_COMPILE_DISABLE=1 is set in the environment"),
+    ],
+)
+def test_compile_turned_off_by_the_environment_fails_the_cases_and_saves_nothing(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch, variable, named
+) -> None:
+    """torch.compile hands the model back uncompiled: the cases timed eager code as
+    "inductor", passed every graph-break limit and were saved as the baseline (tenth user
+    trial). The eager backend compiles nothing and still runs."""
+    pytester.makepyfile(
+        test_off="""
+        import pytest, torch
+
+        @pytest.mark.tweak_backends("inductor", "eager")
+        def test_lin(tweak):
+            with torch.no_grad():
+                tweak.benchmark(torch.nn.Linear(4, 4), torch.ones(2, 4))
+        """
+    )
+    monkeypatch.setenv(variable, "1")
+    result = run_suite("--tweak-save", "--tweak-max-graph-breaks=0")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*pytest-tweak: inductor-default on cpu: {named}, so torch.compile hands the "
+            "model back uncompiled and this case would time eager code as inductor-default's: "
+            "unset it to measure*"
+        ]
+    )
+    saved = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
+    assert list(saved) == ["test_off.py::test_lin[cpu-eager]"]

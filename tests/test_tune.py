@@ -91,6 +91,9 @@ def test_strategies_check_their_input() -> None:
         tune(TinyMLP(), torch.randn(1, 16))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"a list of backends, got one .*OneBackendStrategy"):
         BestOfStrategy(EagerBackend())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"a list of backends, got None"):
+        BestOfStrategy(None)  # type: ignore[arg-type]
+    assert len(BestOfStrategy(b for b in [EagerBackend()]).backends) == 1  # any iterable
 
 
 def test_module_and_tune_name_a_wrong_argument_before_measuring() -> None:
@@ -105,6 +108,62 @@ def test_module_and_tune_name_a_wrong_argument_before_measuring() -> None:
     module = Module(TinyMLP(), "x", strategy=OneBackendStrategy(EagerBackend()))
     with pytest.raises(TypeError, match=r"MeasureSettings\(max_time_s=0.1\)\), got dict"):
         tune(module, torch.randn(1, 16), settings={"max_time": 0.1})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"kwargs are a mapping of keyword inputs .*got list"):
+        tune(module, torch.randn(1, 16), kwargs=[1])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_time_s must be a number >= 0, got True"):
+        MeasureSettings(max_time_s=True)
+
+
+class _Wrong:
+    """A custom backend that is fast and wrong: its output is zeros."""
+
+    name = "wrong-fast"
+
+    def compile(self, model: object, device: object = None) -> object:
+        return lambda x: torch.zeros(x.shape[0], 8)
+
+    def eager(self, model: object, device: object = None) -> object:
+        return model
+
+
+def test_a_backend_whose_output_is_wrong_is_not_a_candidate_however_fast() -> None:
+    # found in the tenth user trial: tune picked it, and the module then returned zeros
+    torch.manual_seed(0)
+    model, x = torch.nn.Linear(16, 8).eval(), torch.randn(4, 16)
+    module = Module(model, "lin", BestOfStrategy([EagerBackend(), _Wrong()]))
+    with torch.no_grad():
+        result = tune(module, x, settings=QUICK)
+        assert result.winner.name == "eager" and set(result.measurements) == {"eager"}
+        assert result.errors["wrong-fast"].startswith("wrong-fast on cpu: output differs from")
+        torch.testing.assert_close(module(x), model(x))
+    with pytest.raises(RuntimeError, match=r"every backend failed(.|\n)*output differs"):
+        tune(Module(model, "lin", OneBackendStrategy(_Wrong())), x, settings=QUICK)
+
+
+def test_a_named_tuple_batch_is_one_input_and_default_settings_keep_torchs_threads() -> None:
+    from typing import NamedTuple
+
+    class Batch(NamedTuple):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    class Head(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+            self.threads: set[int] = set()
+
+        def forward(self, batch: Batch) -> torch.Tensor:
+            self.threads.add(torch.get_num_threads())
+            return self.lin(batch.x) + batch.y
+
+    head, batch = Head().eval(), Batch(torch.randn(2, 4), torch.randn(2, 4))
+    threads = torch.get_num_threads()
+    tune(Module(head, "head", OneBackendStrategy(EagerBackend())), batch)
+    assert head.threads == {threads}  # measured as the winner then runs
+    head.threads.clear()
+    tune(Module(head, "head", OneBackendStrategy(EagerBackend())), batch, settings=QUICK)
+    assert head.threads == {1}  # given settings are used as they are: one thread
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without cuda")
