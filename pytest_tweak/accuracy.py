@@ -106,9 +106,11 @@ class Accuracy:
 
     @classmethod
     def not_checked(cls, why: str) -> Accuracy:
+        """An accuracy that was not compared, and why (``ok`` stays true)."""
         return cls(ok=True, problem=why, checked=False)
 
     def describe(self) -> str:
+        """The comparison in one line, for messages and reports."""
         if not self.checked:
             return f"accuracy not checked: {self.problem}"
         figures = f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
@@ -118,6 +120,7 @@ class Accuracy:
         return f"output differs from eager at {self.where}: {self.problem}; {figures}{tolerance}"
 
     def as_dict(self) -> dict[str, Any]:
+        """As the JSON report and the baseline's tooling write it."""
         return {
             "checked": self.checked,
             "ok": self.ok,

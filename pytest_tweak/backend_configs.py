@@ -312,6 +312,7 @@ class EagerBackendConfig:
         return "default"
 
     def describe(self) -> dict[str, Any]:
+        """The config's settings for reports and fingerprints (none)."""
         return {}
 
 
@@ -347,6 +348,7 @@ class AotEagerBackendConfig:
         return {"backend": "aot_eager", "fullgraph": self.fullgraph, "dynamic": self.dynamic}
 
     def describe(self) -> dict[str, Any]:
+        """The config's settings for reports and fingerprints."""
         return {"fullgraph": self.fullgraph, "dynamic": self.dynamic}
 
 
@@ -405,6 +407,7 @@ class TorchAOBackendConfig:
         return short if self.inductor.id == "default" else f"{short}-{self.inductor.id}"
 
     def describe(self) -> dict[str, Any]:
+        """The config's settings for reports and fingerprints."""
         return {"quantization": self.quantization, "inductor": self.inductor.describe()}
 
 
@@ -485,6 +488,7 @@ class OpenVINOBackendConfig:
         }
 
     def describe(self) -> dict[str, Any]:
+        """The config's settings for reports and fingerprints."""
         return {
             "device": self.device,
             "config": None if self.config is None else dict(self.config),

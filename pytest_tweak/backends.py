@@ -109,6 +109,7 @@ class TorchInductorBackend:
 
     @property
     def name(self) -> str:
+        """``inductor-<config id>``: the case's backend label."""
         return f"inductor-{self.config.id}"
 
     def __repr__(self) -> str:
@@ -164,6 +165,7 @@ class EagerBackend:
 
     @property
     def name(self) -> str:
+        """``eager``."""
         return "eager"
 
     def __repr__(self) -> str:
@@ -172,6 +174,7 @@ class EagerBackend:
     def compile(
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
+        """``model`` itself: nothing is compiled."""
         return model
 
 
@@ -183,6 +186,7 @@ class AotEagerBackend:
 
     @property
     def name(self) -> str:
+        """``aot_eager``, or ``aot_eager-<config id>``."""
         return _named("aot_eager", self.config.id)
 
     def __repr__(self) -> str:
@@ -191,11 +195,13 @@ class AotEagerBackend:
     def compile(
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
+        """``torch.compile(model, backend="aot_eager", ...)`` with this config's options."""
         return torch.compile(model, **self.config.compile_kwargs())
 
     def eager(
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
+        """``model`` itself, the speed-up base and accuracy reference."""
         return model
 
 
@@ -207,6 +213,7 @@ class TorchAOBackend:
 
     @property
     def name(self) -> str:
+        """``torchao``, or ``torchao-<config id>``."""
         return _named("torchao", self.config.id)
 
     def __repr__(self) -> str:
@@ -254,6 +261,7 @@ class OpenVINOBackend:
 
     @property
     def name(self) -> str:
+        """``openvino``, or ``openvino-<config id>``."""
         return _named("openvino", self.config.id)
 
     def __repr__(self) -> str:
@@ -298,6 +306,7 @@ class OpenVINOBackend:
     def eager(
         self, model: Callable[..., Any], device: torch.device | None = None
     ) -> Callable[..., Any]:
+        """``model`` itself, the speed-up base and accuracy reference."""
         return model
 
 

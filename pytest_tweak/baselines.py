@@ -121,6 +121,7 @@ class RunRecord:
     step_floor: float | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
+        """The run as the baseline file stores it."""
         record = {
             "timing": self.timing.as_dict(),
             "normalized": None if self.normalized is None else self.normalized.as_dict(),
@@ -132,6 +133,7 @@ class RunRecord:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> RunRecord:
+        """A run read back from the file; ``ValueError`` naming ``where`` if malformed."""
         if not isinstance(data, dict):
             raise ValueError(f"{where}: expected an object, got {type(data).__name__}")
         optional: dict[str, Summary | None] = {}
@@ -185,6 +187,7 @@ class BaselineEntry:
         return replace(newer, runs=(*self.runs, *fresh)[-MAX_RUNS:])
 
     def as_dict(self) -> dict[str, Any]:
+        """The entry as the baseline file stores it."""
         return {
             "runs": [run.as_dict() for run in self.runs],
             "graph_breaks": self.graph_breaks,

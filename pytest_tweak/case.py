@@ -148,7 +148,8 @@ class BenchmarkResult:
         compile_time_s: Wall time of the first call, which compiles (with several input
             sets: the first pass over all of them, recompiles included).
         output: What the first call returned (with several input sets: a list, one output
-            per set).
+            per set), its tensors detached copies: ``requires_grad`` and ``grad_fn`` are not
+            kept (a later call's CUDA-graph replay would overwrite the tensors themselves).
         compile_times: Compile time split into dynamo's and inductor's share, as torch
             reports it.
         compile_cache: Whether inductor's FX-graph cache served the compile (``.state``:

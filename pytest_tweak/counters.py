@@ -126,6 +126,7 @@ class BreakReason:
         return lines
 
     def as_dict(self) -> dict[str, Any]:
+        """As the JSON report writes it."""
         return {
             "reason": self.summary,
             "filename": self.filename,
@@ -313,6 +314,7 @@ class CompileTimes:
     frames: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
+        """As the JSON report and the baseline file write it."""
         return {"dynamo_s": self.dynamo_s, "inductor_s": self.inductor_s, "frames": self.frames}
 
 
@@ -330,6 +332,7 @@ class CacheUse:
 
     @property
     def state(self) -> str:
+        """``hit``, ``miss``, ``partial`` (some of each) or ``none`` (no lookups)."""
         if self.hits and self.misses:
             return "partial"
         if self.hits:
@@ -339,6 +342,7 @@ class CacheUse:
         return "none"
 
     def as_dict(self) -> dict[str, int | str]:
+        """As the JSON report and the baseline file write it."""
         return {"state": self.state, "hits": self.hits, "misses": self.misses}
 
 

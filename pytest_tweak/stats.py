@@ -165,6 +165,7 @@ class Summary:
         return (math.exp(_Z95 * self.log_sd) - 1.0) * 100.0
 
     def as_dict(self) -> dict[str, float | int]:
+        """As the baseline file and the JSON report write it."""
         return {
             "n": self.n,
             "median": self.median,

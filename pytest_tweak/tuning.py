@@ -34,6 +34,7 @@ class OneBackendStrategy:
 
     @property
     def backends(self) -> tuple[Backend, ...]:
+        """The one backend, as a tuple."""
         return (self.backend,)
 
     def __repr__(self) -> str:
@@ -68,6 +69,7 @@ class BestOfStrategy:
 
     @property
     def backends(self) -> tuple[Backend, ...]:
+        """The backends to measure, in the order given."""
         return self._backends
 
     def __repr__(self) -> str:

@@ -290,6 +290,7 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
+        """Whether the verdict fails its test (inconclusive only with fail_inconclusive)."""
         return (
             self.status in (Status.REGRESSED, Status.FAILED)
             or (self.status is Status.INCONCLUSIVE and self.fail_inconclusive)
@@ -298,6 +299,7 @@ class Verdict:
 
     @property
     def change_pct(self) -> float | None:
+        """The median's change against the baseline, in percent; ``None`` without one."""
         return None if self.change is None else self.change.pct
 
     @property
