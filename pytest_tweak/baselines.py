@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -473,6 +474,8 @@ def update_baselines(path: Path, update: Callable[[BaselineFile], BaselineFile])
         BaselineError: the existing file is broken, ``update`` raised it, or writing failed;
             in each case the file is left untouched.
     """
+    # a link is followed: the file it names is updated (and locked), the link kept
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     read_only = read_only_reason(path)
     if read_only is not None:
         raise BaselineError(path, f"cannot be written: {read_only}; nothing was written")

@@ -12,7 +12,9 @@ __all__ = ["format_bytes", "format_seconds", "geometric_mean", "short_path", "te
 
 
 def format_seconds(seconds: float) -> str:
-    """``0.000123`` -> ``123.0 us``; three significant digits, unit picked to fit."""
+    """``0.000123`` -> ``123 us``, ``1.23456e-5`` -> ``12.35 us``: up to four significant
+    digits, the unit picked to fit the rounded value (``0.00099996`` -> ``1 ms``)."""
+    seconds = float(f"{seconds:.4g}")
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if abs(seconds) >= scale:
             return f"{seconds / scale:.4g} {unit}"

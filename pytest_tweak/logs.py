@@ -39,13 +39,15 @@ class _ArtifactFilter(logging.Filter):
     def __init__(self, artifacts: Sequence[str]) -> None:
         super().__init__()
         self._suffixes = {f"__{name}" for name in artifacts}
-        self._seen: set[int] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        # the handler sits on several loggers, so a propagating record comes by more than
+        # once: it is marked as this filter's (an object's id would be reused once the
+        # record is freed, and drop the next one)
         suffix = record.name.rsplit(".", 1)[-1]
-        if suffix not in self._suffixes or id(record) in self._seen:
+        if suffix not in self._suffixes or getattr(record, "_tweak_filter", None) is self:
             return False
-        self._seen.add(id(record))
+        record._tweak_filter = self
         record.artifact = suffix
         return True
 

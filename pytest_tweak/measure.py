@@ -87,6 +87,11 @@ REFERENCE = "reference"
 HOST_REFERENCE = "host_reference"
 
 
+#: The fewest samples after which a precise median may stop the sampling (one sample's spread
+#: is zero, which would read as perfectly precise).
+_MIN_PRECISE_ROUNDS = 3
+
+
 @dataclass(frozen=True)
 class MeasureSettings:
     """How long to warm up and how much to measure, per case.
@@ -489,7 +494,8 @@ def measure(
             if time.perf_counter() - start >= settings.max_time_s:
                 stopped = "time budget"
                 break
-            if _precise(samples, primary, settings.precision_pct):
+            # one or two samples show no spread to judge a median's precision by
+            if rounds >= _MIN_PRECISE_ROUNDS and _precise(samples, primary, settings.precision_pct):
                 stopped = "precise"
                 break
         seconds = time.perf_counter() - start

@@ -235,7 +235,9 @@ MAX_TIME_HELP = (
     f"median is precise (default: {_DEFAULTS.max_time_s:g})"
 )
 
-MIN_ROUNDS_HELP = f"fewest samples per case (default: {_DEFAULTS.min_rounds})"
+MIN_ROUNDS_HELP = (
+    f"fewest samples per case, at most {_DEFAULTS.max_rounds} (default: {_DEFAULTS.min_rounds})"
+)
 
 PRECISION_HELP = (
     "stop sampling once the median's 95 percent confidence interval is within this many percent "
@@ -584,7 +586,10 @@ def resolve_options(raw: Raw) -> TweakOptions:
         max_time_s=raw.number("max_time", preset.max_time_s, "seconds >= 0", lambda v: v >= 0),
         min_rounds=int(
             raw.number(
-                "min_rounds", preset.min_rounds, "an integer >= 1", lambda v: v >= 1 and v == int(v)
+                "min_rounds",
+                preset.min_rounds,
+                f"an integer from 1 to {preset.max_rounds} (the most samples a case takes)",
+                lambda v: 1 <= v <= preset.max_rounds and v == int(v),
             )
         ),
         precision_pct=raw.number(

@@ -417,6 +417,8 @@ class _RunHooks:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" and report.failed:  # an error after the call passed
+            self.state.test_failed_after_call(report.nodeid)
         data = getattr(report, REPORT_ATTRIBUTE, None)
         if not isinstance(data, dict):
             return

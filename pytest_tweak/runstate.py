@@ -4,7 +4,7 @@ cases, and what was saved."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -196,6 +196,13 @@ class RunState:
         """The run's cases in the order they ran; under pytest-xdist, by test id."""
         cases = list(self.cases.values())
         return sorted(cases, key=lambda case: case.nodeid) if self.workers else cases
+
+    def test_failed_after_call(self, nodeid: str) -> None:
+        """The test's teardown failed (pytest reports an error) after its call passed: its
+        case counts as failed, so it is not saved."""
+        case = self.cases.get(nodeid)
+        if case is not None and case.outcome == "passed":
+            self.cases[nodeid] = replace(case, outcome="failed")
 
     def entries_to_save(self) -> dict[str, BaselineEntry]:
         """Entries for the cases whose test passed and that were timed."""

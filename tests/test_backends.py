@@ -81,9 +81,13 @@ def test_aot_eager_compiles_with_dynamo_and_matches_eager() -> None:
 
 
 def test_backends_refuse_another_backends_config() -> None:
-    with pytest.raises(TypeError, match="AotEagerBackend takes a config of type AotEagerBackendConfig"):
+    with pytest.raises(
+        TypeError, match="AotEagerBackend takes a config of type AotEagerBackendConfig"
+    ):
         AotEagerBackend(TorchInductorBackendConfig())  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="OpenVINOBackend takes a config of type OpenVINOBackendConfig"):
+    with pytest.raises(
+        TypeError, match="OpenVINOBackend takes a config of type OpenVINOBackendConfig"
+    ):
         OpenVINOBackend(AotEagerBackendConfig())  # type: ignore[arg-type]
 
 

@@ -235,6 +235,23 @@ def test_a_file_on_a_read_only_mount_is_named_as_such_not_its_mode(
         save_baselines(path, {"b": entry()})
 
 
+def test_a_save_through_a_link_updates_the_file_it_names_and_keeps_the_link(
+    tmp_path: Path,
+) -> None:
+    # the rename replaced the link with a plain file, and the file it named kept its old
+    # entries; two links to one file did not share a lock (eleventh trial)
+    store = tmp_path / "store"
+    store.mkdir()
+    real = store / "real.json"
+    save_baselines(real, {"a": entry()})
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    save_baselines(link, {"b": entry()})
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    assert set(load_baselines(real)) == {"a", "b"}
+    assert (store / ".real.json.lock").exists() and not (tmp_path / ".link.json.lock").exists()
+
+
 def test_failed_replace_leaves_the_old_file_whole_and_no_temp_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -288,3 +288,30 @@ def test_compile_turned_off_by_the_environment_fails_the_cases_and_saves_nothing
     )
     saved = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
     assert list(saved) == ["test_off.py::test_lin[cpu-eager]"]
+
+
+def test_a_test_whose_teardown_fails_is_not_saved(pytester: pytest.Pytester, run_suite) -> None:
+    """pytest reports an error for it, yet its case was saved: the case's outcome was taken
+    from the call alone (eleventh trial)."""
+    pytester.makepyfile(
+        test_td="""
+        import pytest, torch
+
+        @pytest.fixture
+        def breaks_after():
+            yield
+            raise RuntimeError("teardown broke")
+
+        @pytest.mark.tweak_backends("eager")
+        def test_td(tweak, breaks_after):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.ones(2, 4))
+
+        @pytest.mark.tweak_backends("eager")
+        def test_ok(tweak):
+            tweak.benchmark(torch.nn.Linear(4, 4), torch.ones(2, 4))
+        """
+    )
+    result = run_suite("--tweak-save")
+    result.assert_outcomes(passed=2, errors=1)
+    saved = json.loads((pytester.path / "tweak-baselines.json").read_text())["cases"]
+    assert list(saved) == ["test_td.py::test_ok[cpu-eager]"]

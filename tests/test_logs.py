@@ -51,3 +51,22 @@ def test_torch_logging_is_reset_afterwards_and_nothing_is_captured_without_artif
     assert {name: len(h) for name, h in _torch_handlers().items()} == {
         name: len(h) for name, h in before.items()
     }
+
+
+def test_the_filter_keeps_every_record_once_though_freed_records_ids_come_back() -> None:
+    """Records were remembered by ``id()``: a freed record's id is reused by the next, which
+    was then dropped as seen (100 records in turn: 2 kept; eleventh trial)."""
+    import logging
+
+    from pytest_tweak.logs import _ArtifactFilter
+
+    keep = _ArtifactFilter(["graph_breaks"])
+    kept = 0
+    for n in range(100):
+        record = logging.LogRecord(
+            "torch._dynamo.__graph_breaks", logging.DEBUG, __file__, n, f"break {n}", None, None
+        )
+        kept += keep.filter(record)
+        assert not keep.filter(record)  # the same record, again (propagated): once
+        del record
+    assert kept == 100

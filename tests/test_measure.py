@@ -183,6 +183,14 @@ def test_measure_stops_at_the_time_budget_when_noise_keeps_it_imprecise(
     assert 0.1 <= result.seconds < 0.11
 
 
+def test_one_sample_is_never_taken_for_a_precise_median(clock: FakeClock) -> None:
+    # its spread is zero: min_rounds=1 stopped every case after one sample (eleventh trial)
+    noisy = ScriptedTimer(clock, lambda name, i: 1e-3 * (1 + 0.5 * (i % 2)))
+    settings = MeasureSettings(min_rounds=1, max_time_s=0.05, precision_pct=50)
+    result = measure.measure({"case": named("case")}, noisy, settings)
+    assert len(result.samples["case"]) >= measure._MIN_PRECISE_ROUNDS
+
+
 def test_measure_takes_at_least_min_rounds_even_over_budget(clock: FakeClock) -> None:
     slow = ScriptedTimer(clock, lambda name, i: 1.0)
     settings = MeasureSettings(min_rounds=4, max_time_s=0.0, warmup_s=0)

@@ -74,7 +74,17 @@ def test_host_bound_accelerator_cases_get_their_prior_until_a_run_noise_is_set(
         ("threshold", "gpu=2", "--tweak-threshold: invalid value 'gpu=2'; expected a percentage"),
         ("run_noise", "-1", "--tweak-run-noise: invalid value '-1'; expected a percentage >= 0"),
         ("metric", "fastest", "--tweak-metric: invalid value 'fastest'; expected one of: "),
-        ("min_rounds", "2.5", "--tweak-min-rounds: invalid value '2.5'; expected an integer >= 1"),
+        (
+            "min_rounds",
+            "2.5",
+            "--tweak-min-rounds: invalid value '2.5'; expected an integer from 1 to 1000",
+        ),
+        # it was an INTERNALERROR (MeasureSettings' own check; eleventh trial)
+        (
+            "min_rounds",
+            "2000",
+            "--tweak-min-rounds: invalid value '2000'; expected an integer from",
+        ),
         ("warmup", "nan", "--tweak-warmup: invalid value 'nan'; expected seconds >= 0"),
         ("max_graph_breaks", "-1", "--tweak-max-graph-breaks: invalid value '-1'"),
         ("device", "tpu", "--tweak-device: "),

@@ -383,7 +383,15 @@ def test_verdict_properties(
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(2.5, "2.5 s"), (0.0123, "12.3 ms"), (0.000123456, "123.5 us"), (5e-8, "50 ns")],
+    [
+        (2.5, "2.5 s"),
+        (0.0123, "12.3 ms"),
+        (0.000123456, "123.5 us"),
+        (5e-8, "50 ns"),
+        (0.000123, "123 us"),
+        (0.00099996, "1 ms"),  # rounded first, then the unit: not "1000 us" (eleventh trial)
+        (0.99996, "1 s"),
+    ],
 )
 def test_format_seconds(seconds: float, text: str) -> None:
     assert format_seconds(seconds) == text
