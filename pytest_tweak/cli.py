@@ -647,7 +647,7 @@ def _diff(args: argparse.Namespace) -> int:
             "device",
             "old",
             "new",
-            "change",
+            "change" if (args.metric or METRICS[0]) == "absolute" else "change (normalized)",
             "graph breaks",
             "recompiles",
             "compile",
@@ -692,14 +692,26 @@ def _details(row: _Row) -> list[str]:
         and change.status is not Status.UNCHANGED
     ):
         lines.append(f"- {change.describe(judging.threshold_pct, judging.confidence)}")
-    if verdict.status is Status.INCONCLUSIVE:
+    if verdict.status is Status.INCONCLUSIVE and not verdict.notes:
         runs = "" if row.old is None or len(row.old.runs) > 1 else "record OLD from several "
         lines.append(
             "the noise is larger than the threshold: "
             + (f"{runs}runs (--tweak-save --tweak-append), " if runs else "")
             + "measure longer (--tweak-max-time), or raise --threshold"
         )
-    return [*lines, *verdict.notes]
+    return [*lines, *(_as_diff_options(note) for note in verdict.notes)]
+
+
+#: The judging options of pytest that ``diff`` has under a name of its own.
+_DIFF_OPTIONS = {f"--tweak-{name}": f"--{name}" for name in ("threshold", "run-noise")}
+
+
+def _as_diff_options(note: str) -> str:
+    """A verdict's note (written for pytest) with the judging options ``diff`` takes named as
+    ``diff`` takes them; how to record the files (``--tweak-save``, ...) stays pytest's."""
+    for option, own in _DIFF_OPTIONS.items():
+        note = note.replace(option, own)
+    return note
 
 
 def _row_json(row: _Row) -> dict[str, Any]:

@@ -531,11 +531,15 @@ class TuneRow:
     Attributes:
         test: The test (node id without parameters).
         device: The device type.
-        best: The fastest case (lowest median seconds per call).
+        best: The fastest case.
         runner_up: The next fastest; ``None`` when the test has one timed config there.
-        margin_pct: How much slower the runner-up is, in percent of the best's time.
+        margin_pct: How much slower the runner-up is, in percent of the best's figure.
         clear: The two medians' 95 % intervals do not overlap: the margin is not noise.
         configs: Timed configs compared.
+        basis: The figure ranked: ``normalized`` (latency over the reference workload timed
+            beside each case, as the gate compares it: the cases run at different moments,
+            and a machine's drift between them would decide a ranking of plain latencies),
+            or ``latency`` where a case has no normalized figure.
     """
 
     test: str
@@ -545,6 +549,7 @@ class TuneRow:
     margin_pct: float | None
     clear: bool
     configs: int
+    basis: str = "latency"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -555,6 +560,7 @@ class TuneRow:
             "margin_pct": self.margin_pct,
             "clear": self.clear,
             "configs": self.configs,
+            "basis": self.basis,
         }
 
 
@@ -572,7 +578,8 @@ def suite_tuning(cases: Iterable[CaseResult]) -> list[TuneRow]:
 
     Cases without timing, whose output differed from eager's, or over one of the test's
     limits do not compete: a wrong result is not a faster one, and a config the test forbids
-    (more graph breaks than it allows, say) is no pick.
+    (more graph breaks than it allows, say) is no pick. They are ranked by their normalized
+    figure where every one has it (`TuneRow.basis`).
     """
     groups: dict[tuple[str, str], list[CaseResult]] = {}
     for case in cases:
@@ -580,15 +587,27 @@ def suite_tuning(cases: Iterable[CaseResult]) -> list[TuneRow]:
             groups.setdefault((case.test, case.device), []).append(case)
     rows = []
     for (test, device), group in groups.items():
-        ranked = sorted(group, key=lambda c: c.timing.median if c.timing else math.inf)
+        normalized = all(case.normalized is not None for case in group)
+        figure = _normalized_figure if normalized else _latency_figure
+        ranked = sorted(group, key=lambda c: f.median if (f := figure(c)) else math.inf)
         best = ranked[0]
         runner_up = ranked[1] if len(ranked) > 1 else None
         margin = clear = None
-        if runner_up is not None and best.timing is not None and runner_up.timing is not None:
-            margin = (runner_up.timing.median / best.timing.median - 1.0) * 100.0
-            clear = interval(best.timing)[1] < interval(runner_up.timing)[0]
-        rows.append(TuneRow(test, device, best, runner_up, margin, bool(clear), len(ranked)))
+        first, second = figure(best), None if runner_up is None else figure(runner_up)
+        if first is not None and second is not None:
+            margin = (second.median / first.median - 1.0) * 100.0
+            clear = interval(first)[1] < interval(second)[0]
+        basis = "normalized" if normalized else "latency"
+        rows.append(TuneRow(test, device, best, runner_up, margin, bool(clear), len(ranked), basis))
     return rows
+
+
+def _normalized_figure(case: CaseResult) -> Summary | None:
+    return case.normalized
+
+
+def _latency_figure(case: CaseResult) -> Summary | None:
+    return case.timing
 
 
 def junit_properties(case: CaseResult) -> list[tuple[str, object]]:

@@ -423,16 +423,6 @@ def summary_lines(cases: Iterable[CaseResult]) -> list[str]:
     lines = text_table(_HEADERS, (_row(case) for case in cases))
     improved = [case for case in cases if case.verdict.status is Status.IMPROVED]
     inconclusive = [case for case in cases if case.verdict.status is Status.INCONCLUSIVE]
-    if improved:
-        lines.append(
-            f"{len(improved)} case(s) improved beyond the noise: "
-            "refresh their baselines with --tweak-save to gate on the new speed"
-        )
-    if inconclusive:
-        lines.append(
-            f"{len(inconclusive)} case(s) inconclusive: the noise is larger than the threshold "
-            "(each says below why, and what would decide it)"
-        )
     details = [
         (case, reasons)
         for case in cases
@@ -451,6 +441,19 @@ def summary_lines(cases: Iterable[CaseResult]) -> list[str]:
             # the same test name in two files: the whole node id says which
             lines.append(f"{case.nodeid if short[name] > 1 else name}:")
             lines += reasons
+    # after the cases' details, which hold the regressed cases' reasons too
+    if improved:
+        lines.append(
+            f"{len(improved)} case(s) faster than their baseline beyond the noise: if a change "
+            "made them faster, refresh their baselines with --tweak-save to gate on the new "
+            "speed; a run on a busy machine can read faster by chance, so see it again in a "
+            "second run first"
+        )
+    if inconclusive:
+        lines.append(
+            f"{len(inconclusive)} case(s) inconclusive: the noise is larger than the threshold "
+            "(each says above why, and what would decide it)"
+        )
     return lines
 
 

@@ -383,6 +383,23 @@ def test_tuning_skips_wrong_untimed_and_over_limit_cases() -> None:
     assert tuning_lines([row]) == []  # nothing to choose between: no table
 
 
+def test_tuning_ranks_on_the_normalized_figure_the_gate_compares() -> None:
+    """Cases are timed at different moments: a machine's drift between them decided a
+    ranking of plain latencies, which flipped between unchanged runs and was called clear
+    (eleventh trial: 13.2 % apart in latency, 4.8 % normalized)."""
+    # measured while the machine slowed down: the later case's latency is worse, its
+    # normalized figure (latency over the reference timed beside it) better
+    early = dataclasses.replace(_case("test_d", "default", 4.0e-4), normalized=_summary(1.46))
+    late = dataclasses.replace(_case("test_d", "max-autotune", 4.5e-4), normalized=_summary(1.40))
+    (row,) = suite_tuning([early, late])
+    assert row.basis == "normalized" and row.best is late
+    assert row.margin_pct == pytest.approx((1.46 / 1.40 - 1) * 100)
+    assert row.to_dict()["basis"] == "normalized"
+    # a case without a normalized figure: the group is ranked by latency
+    (plain,) = suite_tuning([early, _case("test_d", "max-autotune", 4.5e-4)])
+    assert plain.basis == "latency" and plain.best is early
+
+
 # -- the markdown and JSON reports --------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ from ..results import CaseResult, TuneRow, interval, suite_tuning
 from .text import (
     break_text,
     case_reasons,
+    change_text,
     count_text,
     counts_text,
     device_text,
@@ -363,7 +364,6 @@ def _table(group: Sequence[CaseResult]) -> str:
     rows = []
     for case in group:
         timing, baseline = case.timing, case.baseline
-        change = case.verdict.change
         compile_ = case.compile
         cache = compile_.get("cache", {}).get("state", "-") if compile_ else "-"
         accuracy = case.accuracy
@@ -377,7 +377,7 @@ def _table(group: Sequence[CaseResult]) -> str:
             (_median_cell(case), "num"),
             ("-" if timing is None else f"{timing.n} × {case.iterations}", "num"),
             ("-" if baseline is None else format_seconds(baseline.median_s), "num"),
-            ("-" if change is None else f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%", "num"),
+            (change_text(case, labelled=True), "num"),
             ("-" if case.speedup is None else f"{case.speedup.median:.2f}x", "num"),
             ("-" if case.eager is None else format_seconds(case.eager.median), "num"),
             (

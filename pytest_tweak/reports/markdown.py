@@ -78,7 +78,7 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
                     f"`{case.backend}:{case.config_id}`",
                     case.device,
                     median_text(case),
-                    change_text(case),
+                    change_text(case, labelled=True),
                     speedup_text(case),
                     count_text(
                         case.graph_breaks, baseline.graph_breaks if baseline else None, case

@@ -208,11 +208,17 @@ def device_text(case: CaseResult) -> str:
     return f" (device {format_seconds(case.device_time.median)}, host {share:.0%})"
 
 
-def change_text(case: CaseResult) -> str:
+def change_text(case: CaseResult, *, labelled: bool = False) -> str:
+    """The change against the baseline and its noise; ``labelled``: with the figure judged
+    where it is not the latency shown beside it (``(normalized)``, ``(device)``), since the
+    change is then not the ratio of the two medians a report shows."""
     change = case.verdict.change
     if change is None:
         return "-"
-    return f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%"
+    text = f"{change.pct:+.1f}% ±{change.noise_pct:.1f}%"
+    if labelled and change.metric != "time":
+        text += f" ({change.metric.split()[0]})"
+    return text
 
 
 def speedup_text(case: CaseResult) -> str:
