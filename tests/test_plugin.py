@@ -638,7 +638,10 @@ def test_entries_of_renamed_or_deleted_tests_are_named_with_the_command_that_rem
     source = pytester.path / "test_gate.py"
     source.write_text(source.read_text().replace("test_old", "test_new"))
     (pytester.path / "test_other.py").unlink()
-    gated = run_suite("-k", "test_keep")
+    # no speed verdict may decide these runs (a loaded machine read test_keep +26 % against
+    # its one-run baseline once): the entries are what is tested
+    lax = "--tweak-threshold=1000"
+    gated = run_suite("-k", "test_keep", lax)
     gated.assert_outcomes(passed=1)
     baseline = pytester.path / "tweak-baselines.json"
     gated.stdout.fnmatch_lines(
@@ -651,14 +654,14 @@ def test_entries_of_renamed_or_deleted_tests_are_named_with_the_command_that_rem
         ]
     )
     # under pytest-xdist the workers collect, and tell the controller (ninth user trial)
-    spread = run_suite("-n", "2", "-k", "test_keep")
+    spread = run_suite("-n", "2", "-k", "test_keep", lax)
     spread.assert_outcomes(passed=1)
     spread.stdout.fnmatch_lines([f"pytest-tweak: 2 entries in {baseline} belong to tests *"])
     command = gated.stdout.str().split("If so, remove them: python ")[1].splitlines()[0]
     removed = pytester.run(sys.executable, *shlex.split(command))
     assert removed.ret == 0, removed.stderr.str()
     assert sorted(_baseline(baseline)) == ["test_gate.py::test_keep[cpu-default]"]
-    again = run_suite()
+    again = run_suite(lax)
     again.assert_outcomes(passed=2)
     again.stdout.no_fnmatch_line("*no longer exist*")
 
