@@ -33,7 +33,7 @@ from .counters import (
     reset_dynamo,
     watch_graph_breaks,
 )
-from .devices import make_synchronizer, release_memory, same_mapping, to_device
+from .devices import make_synchronizer, rebuilt, release_memory, to_device
 from .logs import quiet_trace_log
 from .measure import (
     HOST_REFERENCE,
@@ -677,15 +677,7 @@ def _copied(value: Any) -> Any:
             with torch.inference_mode():
                 return value.clone()
         return value.detach().clone()
-    if isinstance(value, Mapping):
-        copies = {k: _copied(v) for k, v in value.items()}
-        return copies if type(value) is dict else same_mapping(value, copies)
-    if isinstance(value, (list, tuple)):
-        items = [_copied(v) for v in value]
-        if hasattr(value, "_fields"):  # a named tuple
-            return type(value)(*items)
-        return type(value)(items)
-    return value
+    return rebuilt(value, _copied)
 
 
 def _versions(sets: Sequence[tuple[Any, ...]], kwargs: Mapping[str, Any]) -> dict[str, int]:

@@ -808,10 +808,17 @@ def _remove(args: argparse.Namespace) -> int:
     baseline = Path(args.baseline)
     patterns: list[str] = args.test
     found = _read(args.baseline, "baseline file")
-    keys = {*found.entries, *found.raw}
-    _check_patterns(patterns, keys, args.baseline, "nothing was removed", contains=False)
+
+    def selected(file: BaselineFile) -> list[str]:
+        return sorted(
+            k for k in {*file.entries, *file.raw} if _matches(k, patterns, contains=False)
+        )
+
+    _check_patterns(
+        patterns, {*found.entries, *found.raw}, args.baseline, "nothing was removed", contains=False
+    )
     if args.dry_run:
-        chosen = sorted(k for k in keys if _matches(k, patterns, contains=False))
+        chosen = selected(found)
         _out(f"would remove {_entries(len(chosen))} from {baseline} (--dry-run: nothing written):")
         for key in chosen:
             _out(f"  {key}")
@@ -819,9 +826,7 @@ def _remove(args: argparse.Namespace) -> int:
     removed: list[str] = []
 
     def update(on_disk: BaselineFile) -> BaselineFile:  # the file as it is under the lock
-        removed[:] = sorted(
-            k for k in {*on_disk.entries, *on_disk.raw} if _matches(k, patterns, contains=False)
-        )
+        removed[:] = selected(on_disk)
         if not removed:  # another process changed the file since it was read
             raise CliError(f"{baseline} holds no entry --test selects now; nothing was removed")
         gone = set(removed)

@@ -26,8 +26,8 @@ __all__ = [
     "lock_name",
     "make_synchronizer",
     "parse_device",
+    "rebuilt",
     "release_memory",
-    "same_mapping",
     "to_device",
     "worker_device",
 ]
@@ -180,12 +180,8 @@ def to_device(value: Any, device: torch.device) -> Any:
 
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
         return value.to(device)
-    if isinstance(value, Mapping):
-        moved = {k: to_device(v, device) for k, v in value.items()}
-        return moved if type(value) is dict else same_mapping(value, moved)
-    if isinstance(value, (list, tuple)):
-        items = [to_device(v, device) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    if isinstance(value, (Mapping, list, tuple)):
+        return rebuilt(value, lambda item: to_device(item, device))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = [f.name for f in dataclasses.fields(value) if f.init]
         changes = {name: to_device(getattr(value, name), device) for name in fields}
@@ -194,7 +190,20 @@ def to_device(value: Any, device: torch.device) -> Any:
     return value
 
 
-def same_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Any:
+def rebuilt(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """A list, tuple (named or not) or mapping rebuilt as its own type, ``convert`` applied
+    to each item (a mapping's values); ``value`` itself where it is none of those."""
+    if isinstance(value, Mapping):
+        items = {k: convert(v) for k, v in value.items()}
+        return items if type(value) is dict else _same_mapping(value, items)
+    if isinstance(value, (list, tuple)):
+        converted = [convert(v) for v in value]
+        named = hasattr(value, "_fields")  # a named tuple takes its items as arguments
+        return type(value)(*converted) if named else type(value)(converted)
+    return value
+
+
+def _same_mapping(value: Mapping[Any, Any], items: dict[Any, Any]) -> Any:
     """A mapping of ``value``'s own class (an ``OrderedDict``, a Hugging Face ``ModelOutput``,
     whose attributes follow its items) holding ``items``; a plain dict where it cannot be."""
     try:

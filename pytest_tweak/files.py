@@ -59,18 +59,13 @@ def read_only_reason(path: Path) -> str | None:
     return None
 
 
-def remove_stale_temps(path: Path) -> list[Path]:
+def remove_stale_temps(path: Path) -> None:
     """Remove the temporary files `write_atomic` left beside ``path`` when its process was
     killed mid-write (``SIGKILL`` runs no cleanup). Call it only while holding the lock that
-    every writer of ``path`` holds: then no such file belongs to a write under way.
-    Returns the files removed."""
-    pattern = f".{glob.escape(path.name)}.*.tmp"
-    removed = []
-    for temp in path.parent.glob(pattern):
+    every writer of ``path`` holds: then no such file belongs to a write under way."""
+    for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         with contextlib.suppress(OSError):
             temp.unlink()
-            removed.append(temp)
-    return removed
 
 
 def append_text(path: Path, text: str) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord
@@ -588,7 +589,7 @@ def suite_tuning(cases: Iterable[CaseResult]) -> list[TuneRow]:
     rows = []
     for (test, device), group in groups.items():
         normalized = all(case.normalized is not None for case in group)
-        figure = _normalized_figure if normalized else _latency_figure
+        figure = attrgetter("normalized" if normalized else "timing")
         ranked = sorted(group, key=lambda c: f.median if (f := figure(c)) else math.inf)
         best = ranked[0]
         runner_up = ranked[1] if len(ranked) > 1 else None
@@ -600,14 +601,6 @@ def suite_tuning(cases: Iterable[CaseResult]) -> list[TuneRow]:
         basis = "normalized" if normalized else "latency"
         rows.append(TuneRow(test, device, best, runner_up, margin, bool(clear), len(ranked), basis))
     return rows
-
-
-def _normalized_figure(case: CaseResult) -> Summary | None:
-    return case.normalized
-
-
-def _latency_figure(case: CaseResult) -> Summary | None:
-    return case.timing
 
 
 def junit_properties(case: CaseResult) -> list[tuple[str, object]]:
