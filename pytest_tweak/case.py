@@ -378,8 +378,11 @@ def run_case(
                     check_s += time.perf_counter() - checked
                 late_nan = _nan_problem(call())  # the model as the timed calls left it
     except Exception as exc:
-        failure = _describe_failure(backend, device, exc) + _where_raised(exc, current[0])
-        failed_compiling = current[0] == "compiling"
+        where = current[0]
+        if where == "compiling" and isinstance(backend, EagerBackend):
+            where = "running the model uncompiled (the eager backend compiles nothing)"
+        failure = _describe_failure(backend, device, exc) + _where_raised(exc, where)
+        failed_compiling = where == "compiling"
     if failure is not None:
         if failed_compiling and eager_model is not None:
             failure += _eager_too(lambda: run_all(eager_model))

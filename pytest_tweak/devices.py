@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -179,6 +180,7 @@ def to_device(value: Any, device: torch.device) -> Any:
     import torch
 
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
+        _refuse_meta(value)
         return value.to(device)
     if isinstance(value, (Mapping, list, tuple)):
         return rebuilt(value, lambda item: to_device(item, device))
@@ -188,6 +190,29 @@ def to_device(value: Any, device: torch.device) -> Any:
         if any(changes[name] is not getattr(value, name) for name in fields):
             return dataclasses.replace(value, **changes)
     return value
+
+
+def _refuse_meta(value: torch.Tensor | torch.nn.Module) -> None:
+    """A clear error for a tensor, or a model's parameter or buffer, on the ``meta`` device:
+    it has a shape and no data, so nothing can be moved, checked or timed."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.is_meta:
+            raise ValueError(
+                f"an input tensor of shape {tuple(value.shape)} is on the meta device, which "
+                "holds no data: create the inputs on a real device (torch.randn(...), say) to "
+                "time the model"
+            )
+        return
+    tensors = itertools.chain(value.named_parameters(), value.named_buffers())
+    name = next((name for name, tensor in tensors if tensor.is_meta), None)
+    if name is not None:
+        raise ValueError(
+            f"the model's {name!r} is on the meta device (built under torch.device('meta') "
+            "or with empty weights), which holds no data: materialize it before timing it, "
+            "model.to_empty(device='cpu') then initialize or load its weights"
+        )
 
 
 def rebuilt(value: Any, convert: Callable[[Any], Any]) -> Any:

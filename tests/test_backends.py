@@ -158,3 +158,29 @@ def test_openvino_fallback_to_another_compiler_is_an_error() -> None:
     compiled = OpenVINOBackend().compile(_FailsInOpenVINO())
     with pytest.raises(RuntimeError, match=r"OpenVINO failed .* fell back .*: Failed in OpenVINO"):
         compiled(torch.randn(4))
+
+
+class _Raises(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("the model itself failed")
+
+
+def test_an_eager_case_that_raises_says_it_ran_uncompiled_not_that_it_compiled() -> None:
+    from pytest_tweak import MeasureSettings
+    from pytest_tweak.case import CaseError, LocalRunner, run_case
+
+    with pytest.raises(CaseError) as failed:
+        run_case(
+            _Raises(),
+            (torch.ones(2),),
+            {},
+            backend=EagerBackend(),
+            device=torch.device("cpu"),
+            settings=MeasureSettings(),
+            runner=LocalRunner(),
+        )
+    message = str(failed.value)
+    assert message.startswith("eager on cpu: ValueError: the model itself failed")
+    assert "raised while running the model uncompiled (the eager backend compiles" in message
+    assert "compiling" not in message.replace("compiles nothing", "")
+    assert "raises uncompiled too" not in message  # the eager run is the one that failed

@@ -186,3 +186,15 @@ def test_the_device_lock_folder_is_named_by_the_numeric_user_id(
     assert device_lock_dir() == Path(tempfile.gettempdir()) / f"pytest-tweak-{os.getuid()}"
     monkeypatch.delenv("USER")
     assert device_lock_dir().name == f"pytest-tweak-{os.getuid()}"
+
+
+def test_to_device_names_a_meta_tensor_or_parameter_instead_of_torchs_bare_error() -> None:
+    cpu = torch.device("cpu")
+    with pytest.raises(ValueError, match=r"input tensor of shape \(2, 4\) is on the meta device"):
+        to_device([torch.ones(3), {"x": torch.ones(2, 4, device="meta")}], cpu)
+    with torch.device("meta"):
+        model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    with pytest.raises(ValueError, match=r"model's '0.weight' is on the meta device.*to_empty"):
+        to_device(model, cpu)
+    # a materialized model moves as any other
+    assert to_device(model.to_empty(device="cpu"), cpu)[0].weight.device == cpu
