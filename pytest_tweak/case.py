@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import os
 import time
 import traceback
@@ -446,6 +447,17 @@ _LIBRARY_DIRS = tuple(
     str(Path(path).resolve().parent) + os.sep for path in (torch.__file__, __file__) if path
 )
 
+_IMPORTLIB_DIR = str(Path(importlib.__file__).resolve().parent) + os.sep
+
+
+def _importing(filename: str) -> bool:
+    """Whether a frame is Python's import machinery (``importlib``, whose frozen modules
+    are named ``<frozen importlib._bootstrap>``)."""
+    return filename.startswith("<frozen importlib") or str(Path(filename).resolve()).startswith(
+        _IMPORTLIB_DIR
+    )
+
+
 #: The most frames of the model's code a failure shows (innermost last).
 _MAX_FRAMES = 8
 
@@ -484,7 +496,9 @@ def _where_raised(exc: BaseException, phase: str) -> str:
     failure: the exception object itself is dropped so the memory its frames hold is freed.
     Raised inside torch (an error in a torch call, a warning turned into an error), the
     innermost frames follow."""
-    frames = traceback.extract_tb(exc.__traceback__)
+    # Python's import machinery (a package a backend imports is missing) is neither the
+    # model's code nor torch's: left out of both lists
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _importing(f.filename)]
     library = _LIBRARY_DIRS + _generated_dirs()
     mine = [
         i

@@ -20,6 +20,7 @@ from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
 from .devices import DEVICES, availability
 from .measure import CaseChecks, Instruments, MeasureSettings
+from .registry import builtin_backends
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
 
@@ -123,8 +124,9 @@ class Module:
 class TuneResult:
     """What `tune` measured, per backend name, and which backend won.
 
-    Backends that failed to compile or run, or whose output did not match the eager model's,
-    are in `errors` with the reason, not in `measurements`.
+    Backends that failed to compile or run, whose output did not match the eager model's, or
+    that cannot run here (``torchao`` or ``openvino`` not installed, OpenVINO off the cpu) are
+    in `errors` with the reason, not in `measurements`.
 
     Attributes:
         module: The `Module`'s name.
@@ -231,6 +233,10 @@ def tune(
     errors: dict[str, str] = {}
     instruments = Instruments()  # one timer buffer and reference for every backend
     for backend in module.strategy.backends:
+        skipped = _skip_reason(backend, where)
+        if skipped is not None:
+            errors[backend.name] = skipped
+            continue
         try:
             measurements[backend.name] = run_case(
                 module.model,
@@ -263,3 +269,10 @@ def tune(
     result = TuneResult(module.name, measurements, errors, winner)
     module.tune_result = result
     return result
+
+
+def _skip_reason(backend: Backend, device: torch.device) -> str | None:
+    """Why one of pytest-tweak's own backends cannot run here (its package is not installed,
+    or it does not run on ``device``), as a test of it would be skipped; ``None`` otherwise."""
+    spec = next((s for s in builtin_backends().values() if type(backend) is s.factory), None)
+    return None if spec is None else spec.skip_reason(backend.name, device.type)

@@ -252,3 +252,20 @@ def test_best_of_compares_the_seeds_other_backends() -> None:
         result = tune(Module(model, "tiny", BestOfStrategy(backends)), x, settings=QUICK)
     assert set(result.measurements) == {b.name for b in backends}, result.errors
     assert result.winner in backends
+
+
+def test_a_backend_whose_package_is_missing_is_left_out_with_the_pip_hint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_tweak import TorchAOBackend
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torchao" else real(name, *a)
+    )
+    strategy = BestOfStrategy([TorchAOBackend(), EagerBackend()])
+    result = tune(Module(TinyMLP(), "tiny", strategy), torch.randn(4, 16), settings=QUICK)
+    assert result.winner.name == "eager"
+    assert result.errors == {
+        "torchao-int8wo": "backend torchao-int8wo: torchao is not installed (pip install torchao)"
+    }
