@@ -52,6 +52,19 @@ class _ArtifactFilter(logging.Filter):
         return True
 
 
+class _DropArtifacts(logging.Filter):
+    """Keep the requested artifacts' records out of the other handlers (pytest's log
+    capture): they exist because the case turned them on, and are shown once, as the
+    case's captured tweak logs."""
+
+    def __init__(self, artifacts: Sequence[str]) -> None:
+        super().__init__()
+        self._suffixes = {f"__{name}" for name in artifacts}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name.rsplit(".", 1)[-1] not in self._suffixes
+
+
 @contextlib.contextmanager
 def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
     """Turn on ``artifacts`` and capture what torch logs for them; nothing happens without
@@ -79,9 +92,15 @@ def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
         # anything else (pytest's log capture) stays
         kept = [h for h in logger.handlers if type(h) is not logging.StreamHandler]
         logger.handlers = [*kept, handler]
+    others = {h for _, handlers in swapped for h in handlers} | set(logging.getLogger().handlers)
+    drop = _DropArtifacts(artifacts)
+    for other in others:
+        other.addFilter(drop)
     try:
         yield captured
     finally:
+        for other in others:
+            other.removeFilter(drop)
         set_logs()  # torch's default levels and handlers ...
         for logger, handlers in swapped:  # ... and exactly the handlers there were before
             logger.handlers = handlers

@@ -70,3 +70,18 @@ def test_the_filter_keeps_every_record_once_though_freed_records_ids_come_back()
         assert not keep.filter(record)  # the same record, again (propagated): once
         del record
     assert kept == 100
+
+
+def test_the_captured_artifacts_are_not_shown_again_by_pytests_log_capture(caplog) -> None:
+    """``-rA`` showed each record twice: as the case's tweak logs and, at DEBUG, in pytest's
+    "Captured log call" (twelfth trial's list)."""
+    caplog.set_level(logging.DEBUG)
+    reset_dynamo()
+    with capture_torch_logs(["graph_breaks"]) as logs:
+        torch.compile(_breaking, backend="eager")(torch.ones(3))
+    assert "Graph break in user code" in logs.text
+    assert not [r for r in caplog.records if r.name.endswith("__graph_breaks")]
+    # pytest's handler gets every record again afterwards
+    logging.getLogger().warning("after the case")
+    assert caplog.records[-1].getMessage() == "after the case"
+    assert not caplog.handler.filters
