@@ -373,25 +373,30 @@ def read_baselines(path: Path) -> BaselineFile:
     return found
 
 
-def broken_entry_message(path: Path, key: str, problem: str, root: str = "") -> str:
+def broken_entry_message(
+    path: Path, key: str, problem: str, root: str = "", flags: str = ""
+) -> str:
     """Why a case whose baseline entry cannot be read fails, and how to repair the entry."""
     return (
         f"its entry in baseline file {path} cannot be read, so the case has no gate: "
         f"{problem}. The file is left as it is. Repair the entry by hand "
         f"(`python -m pytest_tweak show {path}` lists every unreadable entry), take it from "
         "a good copy of the file (`python -m pytest_tweak merge`), or record this case anew: "
-        f"{resave_command(key, root=root)}"
+        f"{resave_command(key, root=root, flags=flags)}"
     )
 
 
-def resave_command(*nodeids: str, root: str = "") -> str:
+def resave_command(*nodeids: str, root: str = "", flags: str = "") -> str:
     """The command that records these cases' entries anew, and why it names them: a
     ``--tweak-save`` run replaces the entry of every case it measures. ``root``: the rootdir
     as seen from where pytest was started (`TweakOptions.test_root`), since test ids are
-    relative to the rootdir and pytest reads its arguments relative to where it runs."""
+    relative to the rootdir and pytest reads its arguments relative to where it runs;
+    ``flags``: what the command must repeat to write the same file
+    (`TweakOptions.resave_flags`)."""
     named = " ".join(shlex.quote(f"{root}/{nodeid}" if root else nodeid) for nodeid in nodeids)
+    save = f"--tweak-save {flags}".rstrip()
     return (
-        f"`pytest {named} --tweak-save` (a --tweak-save run replaces the entry of every case "
+        f"`pytest {named} {save}` (a --tweak-save run replaces the entry of every case "
         f"it measures, so name the case{'s' if len(nodeids) > 1 else ''})"
     )
 

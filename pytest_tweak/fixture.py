@@ -345,7 +345,11 @@ class TweakFixture:
             judging = session.options.judging[self.device.type]
             pytest.fail(
                 failure_message(
-                    case, str(session.options.baseline_path), judging, session.options.test_root
+                    case,
+                    str(session.options.baseline_path),
+                    judging,
+                    session.options.test_root,
+                    session.options.resave_flags,
                 ),
                 pytrace=False,
             )
@@ -372,8 +376,9 @@ class TweakFixture:
         item = self._request.node
         problem = None if session.options.save else session.skipped.get(item.nodeid)
         if problem is not None:  # a save records the entry anew: no failure then
+            options = session.options
             broken = broken_entry_message(
-                session.options.baseline_path, item.nodeid, problem, session.options.test_root
+                options.baseline_path, item.nodeid, problem, options.test_root, options.resave_flags
             )
             return Verdict(Status.FAILED, failures=(*failures, broken))
         run = session.run_to_compare(result, compare=compare)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
+import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -442,6 +443,10 @@ class TweakOptions:
     #: one): test ids are relative to the rootdir, the commands the plugin prints to run
     #: from where pytest was started.
     test_root: str = ""
+    #: What a printed ``--tweak-save`` command must repeat so that it writes the same file:
+    #: ``--tweak-baseline=PATH`` when the file was named on the command line (the ini's
+    #: ``tweak_baseline`` applies by itself), else ``""``.
+    resave_flags: str = ""
 
 
 class OptionError(ValueError):
@@ -631,6 +636,11 @@ def resolve_options(raw: Raw) -> TweakOptions:
         fingerprint_policy=raw.choice("fingerprint_policy", FINGERPRINT_POLICIES, "warn"),
         progress=raw.choice("progress", PROGRESS_MODES, "auto"),
         test_root=_test_root(raw.rootdir, raw.invocation_dir),
+        resave_flags=(
+            f"--tweak-baseline={shlex.quote(_from(raw.invocation_dir, baseline))}"
+            if baseline_source.startswith("--")
+            else ""
+        ),
         **_report_paths(raw),
     )
 
@@ -640,10 +650,16 @@ def _test_root(rootdir: Path, invocation_dir: Path) -> str:
     `TweakOptions.test_root`); absolute where no relative path leads there."""
     if rootdir.resolve() == invocation_dir.resolve():
         return ""
+    return _from(invocation_dir, rootdir)
+
+
+def _from(invocation_dir: Path, path: Path) -> str:
+    """``path`` as a command run in ``invocation_dir`` names it: relative, or absolute
+    where no relative path leads there."""
     try:
-        return os.path.relpath(rootdir, invocation_dir)
+        return os.path.relpath(path, invocation_dir)
     except ValueError:  # another drive, on Windows
-        return str(rootdir)
+        return str(path)
 
 
 def _whole(value: float) -> bool:

@@ -142,9 +142,11 @@ def _changed(settings: Any, defaults: Any) -> list[str]:
 # -- a failed case ------------------------------------------------------------------------
 
 
-def failure_message(case: CaseResult, baseline_path: str, judging: Judging, root: str = "") -> str:
-    """Why a case failed its baseline, with every number needed to act on it (``root``: as
-    `resave_command`'s)."""
+def failure_message(
+    case: CaseResult, baseline_path: str, judging: Judging, root: str = "", flags: str = ""
+) -> str:
+    """Why a case failed its baseline, with every number needed to act on it (``root`` and
+    ``flags``: as `resave_command`'s)."""
     nodeid, verdict = case.nodeid, case.verdict
     lines = [_headline(verdict, judging)]  # pytest's short summary shows this line only
     if verdict.status is Status.INCONCLUSIVE:
@@ -167,7 +169,7 @@ def failure_message(case: CaseResult, baseline_path: str, judging: Judging, root
     lines += _reasons(case)
     lines += _figures(case)
     if verdict.problems or verdict.status is Status.INCONCLUSIVE:
-        again = resave_command(nodeid, root=root)
+        again = resave_command(nodeid, root=root, flags=flags)
         lines.append(f"If the change is intended, record this case anew: {again}.")
     return "\n".join(lines)
 
@@ -580,7 +582,9 @@ def baseline_file_lines(
             if entry.runs[-1].unstable is not None
         }
         if unstable:
-            again = resave_command(*sorted(unstable), root=options.test_root)
+            again = resave_command(
+                *sorted(unstable), root=options.test_root, flags=options.resave_flags
+            )
             lines.append(
                 (
                     f"pytest-tweak: {len(unstable)} saved case(s) measured unstable, so their "

@@ -833,6 +833,37 @@ def test_the_record_anew_command_runs_as_pasted_where_pytest_was_started(
     assert _baseline(path)[key]["runs"] != "bad"
 
 
+def test_the_record_anew_command_names_the_baseline_file_given_on_the_command_line(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    # without it, the pasted command wrote tweak-baselines.json in the rootdir and the gate,
+    # reading perf/b.json, stayed red (thirteenth trial)
+    pytester.makepyfile(
+        test_x="import torch\n\n"
+        "def test_x(tweak):\n"
+        "    tweak.benchmark(torch.nn.Linear(4, 4), torch.randn(2, 4))\n"
+    )
+    key = "test_x.py::test_x[cpu-default]"
+    path = pytester.mkdir("perf") / "b.json"
+    path.write_text(
+        json.dumps(
+            {"format": "pytest-tweak-baselines", "version": 2, "cases": {key: {"runs": "bad"}}}
+        )
+    )
+    result = run_suite("--tweak-baseline=perf/b.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*record this case anew: `pytest 'test_x.py::test_x[[]cpu-default[]]' "
+            "--tweak-save --tweak-baseline=perf/b.json`*"
+        ]
+    )
+    pasted = ("test_x.py::test_x[cpu-default]", "--tweak-save", "--tweak-baseline=perf/b.json")
+    run_suite(*pasted).assert_outcomes(passed=1)
+    assert _baseline(path)[key]["runs"] != "bad"
+    assert not (pytester.path / "tweak-baselines.json").exists()
+
+
 @pytest.mark.parametrize("save", [False, True])
 def test_broken_baseline_stops_the_run_and_is_never_overwritten(
     pytester: pytest.Pytester, run_suite, save: bool
