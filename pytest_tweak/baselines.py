@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from .files import read_only_reason, remove_stale_temps, write_atomic
+from .fingerprint import differences
 from .formatting import geometric_mean
 from .locks import LockTimeout, exclusive
 from .stats import Summary
@@ -70,6 +71,7 @@ __all__ = [
     "BaselineFile",
     "RunRecord",
     "broken_entry_message",
+    "environment_change",
     "load_baselines",
     "merge_baselines",
     "read_baselines",
@@ -445,13 +447,21 @@ def render(entries: Mapping[str, BaselineEntry], raw: Mapping[str, Any] | None =
 
 
 def save_baselines(
-    path: Path, updates: Mapping[str, BaselineEntry], *, append: bool = False
+    path: Path,
+    updates: Mapping[str, BaselineEntry],
+    *,
+    append: bool = False,
+    restarted: dict[str, list[str]] | None = None,
 ) -> dict[str, BaselineEntry]:
     """Merge ``updates`` into the file at ``path`` and replace it atomically.
 
     Entries of cases not in ``updates`` are kept as they are on disk now. With ``append``, an
     update adds its runs to the entry on disk (keeping the newest `MAX_RUNS`) instead of
-    replacing them. A version-1 file is rewritten as version 2. Returns what was written.
+    replacing them, when both were recorded in one environment: an entry on disk recorded in
+    another (`environment_change`) is replaced, since runs of two environments are not one
+    baseline's noise, and the entry's fingerprint would name only the newer; ``restarted``,
+    when given, receives each such test id with what changed. A version-1 file is rewritten
+    as version 2. Returns what was written.
 
     Raises:
         BaselineError: the existing file is broken (it is left untouched), or writing failed
@@ -462,12 +472,23 @@ def save_baselines(
         merged = dict(on_disk.entries)
         for key, entry in updates.items():
             old = merged.get(key)
-            merged[key] = old.appended(entry) if append and old is not None else entry
+            changed = [] if old is None else environment_change(old, entry)
+            if changed and append and restarted is not None:
+                restarted[key] = changed
+            pooled = append and old is not None and not changed
+            merged[key] = old.appended(entry) if pooled and old is not None else entry
         # unreadable entries stay as they were, unless this save records the case anew
         kept_raw = {k: v for k, v in on_disk.raw.items() if k not in updates}
         return BaselineFile(entries=merged, raw=kept_raw)
 
     return update_baselines(path, update).entries
+
+
+def environment_change(older: BaselineEntry, newer: BaselineEntry) -> list[str]:
+    """What differs between the environments two entries were recorded in (``key: old ->
+    new``, `pytest_tweak.fingerprint.differences`); empty when they are one, or when either
+    has no fingerprint."""
+    return differences(older.fingerprint, newer.fingerprint)
 
 
 def update_baselines(path: Path, update: Callable[[BaselineFile], BaselineFile]) -> BaselineFile:
@@ -524,6 +545,13 @@ def merge_baselines(
                 )
             elif on_conflict == "last":
                 entries[key] = entry
+            elif changed := environment_change(old, entry):
+                raise ValueError(
+                    f"test id {key!r} was recorded in other environments in {origin[key]} and "
+                    f"{name} ({'; '.join(changed)}): their runs are not one baseline's noise, "
+                    "so they are not pooled; merge the files of one runner kind, or choose "
+                    "--on-conflict=last to keep the last file's entry"
+                )
             else:
                 entries[key] = old.appended(entry)
             origin.setdefault(key, name)

@@ -46,6 +46,9 @@ class SaveOutcome:
     #: run like its last one would be judged with (see `RunState.save`).
     too_noisy: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
+    #: Entries ``--tweak-append`` recorded anew, since their runs on disk were recorded in
+    #: another environment: test id -> what changed (``torch: '2.12.0' -> '2.13.0'``).
+    restarted: dict[str, list[str]] = field(default_factory=dict)
 
 
 class RunState:
@@ -225,10 +228,14 @@ class RunState:
             self.saved = SaveOutcome({})
             return {}
         entries = self.entries_to_save()
-        written = save_baselines(self.options.baseline_path, entries, append=self.options.append)
+        restarted: dict[str, list[str]] = {}
+        written = save_baselines(
+            self.options.baseline_path, entries, append=self.options.append, restarted=restarted
+        )
         unsaved = sorted(n for n, case in self.cases.items() if case.outcome != "passed")
         noisy = {n: why for n in entries if (why := self._too_noisy(n, written[n])) is not None}
-        self.saved = SaveOutcome(entries, len(set(written) - set(entries)), tuple(unsaved), noisy)
+        kept = len(set(written) - set(entries))
+        self.saved = SaveOutcome(entries, kept, tuple(unsaved), noisy, restarted=restarted)
         return entries
 
     def _too_noisy(self, nodeid: str, entry: BaselineEntry) -> str | None:

@@ -553,6 +553,19 @@ def baseline_file_lines(
                 None,
             )
         )
+        if outcome.restarted:
+            changes = sorted({c for changed in outcome.restarted.values() for c in changed})
+            lines.append(
+                (
+                    f"pytest-tweak: --tweak-append recorded {len(outcome.restarted)} case(s) "
+                    f"anew: their runs in the file were recorded in another environment "
+                    f"({'; '.join(changes)}), and runs of two environments are not pooled "
+                    f"(their spread is not the noise between runs): "
+                    + ", ".join(sorted(outcome.restarted))
+                    + ". Append more runs here to gate them as before",
+                    "yellow",
+                )
+            )
         if outcome.too_noisy:
             lines.append(
                 (

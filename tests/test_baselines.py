@@ -6,6 +6,7 @@ import json
 import os
 import re
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -312,6 +313,29 @@ def test_append_adds_runs_and_keeps_the_newest(tmp_path: Path) -> None:
     assert loaded["b"] == entry(0.5)  # untouched
     save_baselines(path, {"a": entry(0.002)})  # without append: replaced
     assert len(load_baselines(path)["a"].runs) == 1
+
+
+def test_append_records_anew_an_entry_recorded_in_another_environment(tmp_path: Path) -> None:
+    """Runs of two environments are not one baseline's noise, and the entry's fingerprint
+    would name the newer only (thirteenth trial): append starts such an entry anew and says
+    which, while an entry of the same environment, or one without a fingerprint, pools."""
+    path = tmp_path / "b.json"
+    here = {"torch": "2.13.0+cpu", "cpu": "Intel Xeon", "threads": 1}
+    there = {**here, "torch": "2.12.0+cu126"}
+    old = replace(entry(0.001), fingerprint=there)
+    save_baselines(path, {"a": old, "b": replace(old, fingerprint=here), "c": entry(0.001)})
+    restarted: dict[str, list[str]] = {}
+    new = replace(entry(0.002), fingerprint=here)
+    updates = {"a": new, "b": new, "c": new}
+    save_baselines(path, updates, append=True, restarted=restarted)
+    loaded = load_baselines(path)
+    assert restarted == {"a": ["torch: '2.12.0+cu126' -> '2.13.0+cpu'"]}
+    assert loaded["a"] == new  # its one run, of this environment
+    assert len(loaded["b"].runs) == 2 and len(loaded["c"].runs) == 2
+    # without append, every entry is replaced anyway: nothing to report
+    restarted.clear()
+    save_baselines(path, {"a": replace(old, fingerprint=there)}, restarted=restarted)
+    assert restarted == {}
 
 
 def test_a_version_1_file_is_read_as_one_run_per_case_and_rewritten_as_version_2(

@@ -341,6 +341,25 @@ def test_merge_keeps_outs_own_entries_and_settles_conflicts(
     assert main(["merge", str(strict), str(one), str(one), "--on-conflict=error"]) == EXIT_OK
 
 
+def test_merge_does_not_pool_runs_recorded_in_other_environments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sharded-merge recipe met runners of two kinds: their runs were pooled into one
+    entry, which then named the last file's environment only (thirteenth trial)."""
+    out = write(tmp_path / "out.json", {C: entry(0.003)})
+    before = out.read_bytes()
+    one = write(tmp_path / "one.json", {A: entry(0.001)})
+    other = {**FINGERPRINT, "cpu": "AMD EPYC 7B13"}
+    two = write(tmp_path / "two.json", {A: entry(0.002, fingerprint=other), B: entry(0.002)})
+    assert main(["merge", str(out), str(one), str(two)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"test id {A!r} was recorded in other environments in {one} and {two}" in err
+    assert "cpu: " in err and "'AMD EPYC 7B13'" in err and "--on-conflict=last" in err
+    assert out.read_bytes() == before
+    assert main(["merge", str(out), str(one), str(two), "--on-conflict=last"]) == EXIT_OK
+    assert read_baselines(out).entries[A].fingerprint["cpu"] == "AMD EPYC 7B13"
+
+
 def test_merge_refuses_a_malformed_input_and_leaves_out_untouched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -116,3 +116,28 @@ def test_a_baseline_from_another_environment_follows_the_policy(
     result = run_suite(*args)
     result.assert_outcomes(**outcome)
     result.stdout.fnmatch_lines(lines)
+
+
+def test_append_records_anew_a_case_whose_runs_are_of_another_environment(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    pytester.makepyfile(test_policy=POLICY_SUITE)
+    run_suite("--tweak-save").assert_outcomes(passed=1)
+    path = pytester.path / "tweak-baselines.json"
+    data = json.loads(path.read_text())
+    (entry,) = data["cases"].values()
+    entry["fingerprint"]["torch"] = "0.0-other"
+    entry["runs"] = entry["runs"] * 2  # two runs recorded with another torch
+    path.write_text(json.dumps(data))
+    result = run_suite("--tweak-save", "--tweak-append")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: --tweak-append recorded 1 case(s) anew: their runs in the file were "
+            "recorded in another environment (torch: '0.0-other' -> '2.*'), and runs of two "
+            "environments are not pooled*: test_policy.py::test_lin[[]cpu-default[]]. Append "
+            "more runs here to gate them as before"
+        ]
+    )
+    (saved,) = json.loads(path.read_text())["cases"].values()
+    assert len(saved["runs"]) == 1 and saved["fingerprint"]["torch"] == str(torch.__version__)
