@@ -201,6 +201,6 @@ def pytest_tweak_fingerprint(config: pytest.Config, fingerprint: dict[str, Any])
         import os
 
         def pytest_tweak_fingerprint(config, fingerprint):
-            fingerprint["runner"] = os.environ.get("RUNNER_NAME", "local")
+            fingerprint["runner"] = os.environ.get("PERF_RUNNER_KIND", "local")  # a kind, not a job
             fingerprint.pop("platform", None)  # the kernel version churns; don't track it
     """
