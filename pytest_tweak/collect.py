@@ -9,7 +9,7 @@ fails the collection of that test with a message naming what is wrong.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -395,43 +395,83 @@ def _limits_of(markers: list[Any], defaults: Limits, where: str) -> Limits:
 @dataclass
 class CollectedTests:
     """The files the run collected tests from, each with its imported module, to tell the
-    baseline entries whose test is gone: renamed, or its file deleted.
+    baseline entries whose test is gone: renamed, its file deleted, or the parameter value or
+    config its id names dropped.
 
     A test's presence is looked up in its module, not among the collected tests, which
-    ``-k``, ``-m``, ``--lf`` or a plugin may have narrowed.
+    ``-k``, ``-m``, ``--lf`` or a plugin may have narrowed. A parametrized test's ids are
+    looked up among the collected ones (recorded before ``-k``, ``-m`` and ``--deselect``
+    narrow them), unless the run named ids on its command line (``test_x[cpu-default]``) or
+    ran with ``--lf``: then it collected only some of them.
 
     Attributes:
         modules: Each collected file's part of the test id -> its module (None: not Python).
+        ids: Each parametrized test (its id up to ``[``) -> its collected ids.
+        devices: Each such test -> the device types of its collected cases.
+        whole: Whether every parametrized test was collected with all of its ids.
     """
 
     modules: dict[str, Any] = field(default_factory=dict)
+    ids: dict[str, set[str]] = field(default_factory=dict)
+    devices: dict[str, set[str]] = field(default_factory=dict)
+    whole: bool | None = None
 
-    def note(self, nodeid: str, module: Any) -> None:
-        """Record one collected item: its test id and its module (``item.module``)."""
+    def note_item(self, item: pytest.Item) -> None:
+        """Record one collected item (`note`), and whether the run collects whole tests."""
+        if self.whole is None:
+            config = item.config
+            named = any("[" in str(arg) for arg in config.args)
+            self.whole = not named and not config.getoption("lf", False)
+        case = case_of(item)
+        self.note(item.nodeid, getattr(item, "module", None), None if case is None else case.device)
+
+    def note(self, nodeid: str, module: Any, device: str | None = None) -> None:
+        """Record one collected item: its test id, its module and, for a case of
+        pytest-tweak's, its device type."""
         self.modules.setdefault(nodeid.split("::", 1)[0], module)
+        test, bracket, _ = nodeid.partition("[")
+        if bracket:
+            self.ids.setdefault(test, set()).add(nodeid)
+            if device is not None:
+                self.devices.setdefault(test, set()).add(device)
 
-    def gone(self, keys: Iterable[str], rootdir: Path) -> list[str]:
+    def gone(
+        self, keys: Iterable[str], rootdir: Path, devices: Mapping[str, str | None] | None = None
+    ) -> list[str]:
         """The ``keys`` (baseline entries' test ids) whose test no longer exists: a collected
         file whose module has no test of that name (``a.py::test_x[cpu-default]``: no
         ``test_x``; ``a.py::TestK::test_x``: no ``TestK.test_x``), or a file that no longer
         exists under ``rootdir`` in a folder the run collected another file from. Nothing
         when no key's file was collected: the ids may be from another ``--rootdir``, and the
-        run cannot tell (nor, in a file mixing ids of two rootdirs, of the other one's)."""
+        run cannot tell (nor, in a file mixing ids of two rootdirs, of the other one's).
+
+        With ``devices`` (each key's device, as its entry records it): also the ids a whole
+        collection of their test no longer has, where the test's collected cases include
+        the entry's device (a case of a device the run did not select is not gone)."""
         keys = list(keys)
         if not any(key.split("::", 1)[0] in self.modules for key in keys):
             return []
         folders = {file.rpartition("/")[0] for file in self.modules}
         gone = []
         for key in keys:
-            file, _, name = key.split("[", 1)[0].partition("::")
+            test = key.split("[", 1)[0]
+            file, _, name = test.partition("::")
             if file not in self.modules:
                 if file.rpartition("/")[0] in folders and not (rootdir / file).exists():
                     gone.append(key)
                 continue
             module = self.modules[file]
-            if module is not None and _attribute(module, name.split("::")) is None:
+            missing = module is not None and _attribute(module, name.split("::")) is None
+            if missing or self._dropped(key, test, (devices or {}).get(key)):
                 gone.append(key)
         return sorted(gone)
+
+    def _dropped(self, key: str, test: str, device: str | None) -> bool:
+        """Whether ``key`` is an id its test, collected whole, no longer has, on a device
+        its collected cases run on."""
+        if not self.whole or device is None or key in self.ids.get(test, {key}):
+            return False
+        return device.split(":")[0] in self.devices.get(test, set())
 
 
 def _attribute(obj: Any, path: Sequence[str]) -> Any:

@@ -396,7 +396,7 @@ class _RunHooks:
             self.interrupted = True
 
     def pytest_itemcollected(self, item: pytest.Item) -> None:
-        self.state.collected.note(item.nodeid, getattr(item, "module", None))
+        self.state.collected.note_item(item)
         keep_own_device_marks(item)  # before -m and -k read them
 
     @pytest.hookimpl(wrapper=True)

@@ -105,7 +105,8 @@ class RunState:
         """The baseline file's entries (read or not) whose test no longer exists
         (`CollectedTests.gone`); nothing when the file was not read."""
         keys = [*self.baselines, *self.skipped] if self.loaded else []
-        return sorted({*self.collected.gone(keys, rootdir), *self.gone_on_workers})
+        devices = {key: entry.device for key, entry in self.baselines.items()}
+        return sorted({*self.collected.gone(keys, rootdir, devices), *self.gone_on_workers})
 
     def note_missing_devices(self, cases: Sequence[Any]) -> None:
         """Count the collected cases (`pytest_tweak.collect.TweakCase`, or None for other tests)

@@ -612,18 +612,20 @@ def baseline_file_lines(
 
 def _gone(path: Path, gone: Sequence[str]) -> str:
     """The entries of tests that no longer exist, and the command that removes them: one
-    ``--test`` per test, a glob of its whole id (``remove`` matches whole ids only), so that
-    it matches that test's cases and nothing else."""
-    patterns = dict.fromkeys(key.split("[", 1)[0] + "[*" if "[" in key else key for key in gone)
-    command = " ".join(f"--test {shlex.quote(pattern)}" for pattern in patterns)
-    if len(gone) == 1:
-        what = "1 entry in {} belongs to a test that no longer exists (renamed, or its file "
-        what += "deleted), so it gates nothing: {}. If so, remove it: "
-    else:
-        what = f"{len(gone)} entries in {{}} belong to tests that no longer exist (renamed, or "
-        what += "their file deleted), so they gate nothing: {}. If so, remove them: "
+    ``--test`` per entry, its whole id (``remove`` reads a ``[`` as the id's own), so that a
+    test that lost one parameter value keeps the entries of the others."""
+    command = " ".join(f"--test {shlex.quote(key)}" for key in gone)
+    one = len(gone) == 1
+    its = "its" if one else "their"
+    what = (
+        f"{'1 entry' if one else f'{len(gone)} entries'} in {path} "
+        f"{'belongs to a test' if one else 'belong to tests'} that no longer exist"
+        f"{'s' if one else ''} (renamed, {its} file deleted, or the parameter value or config "
+        f"{its} id names dropped), so {'it gates' if one else 'they gate'} nothing: "
+        f"{', '.join(gone)}. If so, remove {'it' if one else 'them'}: "
+    )
     removal = f"python -m pytest_tweak remove {shlex.quote(str(path))} {command}"
-    return "pytest-tweak: " + what.format(path, ", ".join(gone)) + removal
+    return "pytest-tweak: " + what + removal
 
 
 def _ungated(path: Path, cases: Sequence[CaseResult]) -> str | None:

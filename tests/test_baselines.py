@@ -469,3 +469,20 @@ def test_collected_tests_tell_entries_whose_test_is_gone_from_its_module_or_its_
     # files are in folders this run collected nothing from, so they are not called deleted
     mixed = ["test_a.py::test_kept[cpu-default]", "tests/test_a.py::test_kept[cpu-default]"]
     assert collected.gone(mixed, tmp_path) == []
+
+
+def test_collected_tests_tell_ids_a_whole_collection_of_their_test_no_longer_has(
+    tmp_path: Path,
+) -> None:
+    module = types.ModuleType("test_a")
+    module.test_x = lambda: None  # type: ignore[attr-defined]
+    collected = CollectedTests()
+    collected.note("test_a.py::test_x[cpu-default-4]", module, "cpu")
+    keys = ["test_a.py::test_x[cpu-default-4]", "test_a.py::test_x[cpu-default-8]"]
+    keys += ["test_a.py::test_x[cuda-default-8]", "test_a.py::test_x[cpu-broken]"]
+    devices = dict.fromkeys(keys[:2], "cpu") | {keys[2]: "cuda:0", keys[3]: None}
+    # unless told the collection was whole (no ids named, no --lf), nothing is dropped
+    assert collected.gone(keys, tmp_path, devices) == []
+    collected.whole = True
+    # not a device the run collected, nor an entry of no known device (unreadable)
+    assert collected.gone(keys, tmp_path, devices) == ["test_a.py::test_x[cpu-default-8]"]

@@ -647,10 +647,12 @@ def test_entries_of_renamed_or_deleted_tests_are_named_with_the_command_that_rem
     gated.stdout.fnmatch_lines(
         [
             f"pytest-tweak: 2 entries in {baseline} belong to tests that no longer exist "
-            "(renamed, or their file deleted), so they gate nothing: "
+            "(renamed, their file deleted, or the parameter value or config their id names "
+            "dropped), so they gate nothing: "
             "test_gate.py::test_old[[]cpu-default[]], test_other.py::test_x[[]cpu-default[]]. "
             f"If so, remove them: python -m pytest_tweak remove {baseline} "
-            "--test 'test_gate.py::test_old[[]*' --test 'test_other.py::test_x[[]*'"
+            "--test 'test_gate.py::test_old[[]cpu-default[]]' "
+            "--test 'test_other.py::test_x[[]cpu-default[]]'"
         ]
     )
     # under pytest-xdist the workers collect, and tell the controller (ninth user trial)
@@ -664,6 +666,59 @@ def test_entries_of_renamed_or_deleted_tests_are_named_with_the_command_that_rem
     again = run_suite(lax)
     again.assert_outcomes(passed=2)
     again.stdout.no_fnmatch_line("*no longer exist*")
+
+
+def test_entries_of_a_dropped_parameter_value_or_config_are_named_and_removed_alone(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    """Dropping a config or a parameter value renames the test's ids, which is far more
+    common than deleting a test; their entries stayed unnamed for good (thirteenth trial).
+    Entries of a device the run did not select, or ids -k left out, are not gone."""
+    pytester.makepyfile(
+        test_sizes="""
+        import pytest
+        import torch
+        from pytest_tweak import TorchInductorBackendConfig as C
+
+        @pytest.mark.tweak_configs(C(), C(dynamic=False))
+        @pytest.mark.parametrize("d", [4, 8])
+        def test_speed(tweak, d):
+            tweak.benchmark(torch.nn.Linear(d, d), torch.randn(2, d))
+        """
+    )
+    run_suite("--tweak-save", "--tweak-fast").assert_outcomes(passed=4)
+    path = pytester.path / "tweak-baselines.json"
+    data = json.loads(path.read_text())
+    cuda = json.loads(json.dumps(data["cases"]["test_sizes.py::test_speed[cpu-default-4]"]))
+    cuda["device"] = "cuda"
+    data["cases"]["test_sizes.py::test_speed[cuda-default-4]"] = cuda  # another device's
+    path.write_text(json.dumps(data))
+    source = pytester.path / "test_sizes.py"
+    source.write_text(
+        source.read_text().replace("C(), C(dynamic=False)", "C()").replace("[4, 8]", "[4]")
+    )
+    lax = ("--tweak-threshold=1000", "--tweak-fast")
+    result = run_suite("-k", "speed", *lax)
+    result.assert_outcomes(passed=1)
+    dropped = [
+        "test_sizes.py::test_speed[cpu-default-8]",
+        "test_sizes.py::test_speed[cpu-static-4]",
+        "test_sizes.py::test_speed[cpu-static-8]",
+    ]
+    text = result.stdout.str()
+    assert f"3 entries in {path} belong to tests that no longer exist" in text
+    assert ", ".join(dropped) in text and "cuda-default-4" not in text
+    # a run that selected some ids by name cannot tell what its test still has
+    named = run_suite("test_sizes.py::test_speed[cpu-default-4]", *lax)
+    named.assert_outcomes(passed=1)
+    assert "no longer exist" not in named.stdout.str()
+    command = text.split("If so, remove them: python ")[1].splitlines()[0]
+    removed = pytester.run(sys.executable, *shlex.split(command))
+    assert removed.ret == 0, removed.stderr.str()
+    assert sorted(_baseline(path)) == [
+        "test_sizes.py::test_speed[cpu-default-4]",
+        "test_sizes.py::test_speed[cuda-default-4]",
+    ]
 
 
 def test_a_save_names_a_baseline_too_noisy_to_gate(pytester: pytest.Pytester, run_suite) -> None:
