@@ -441,14 +441,14 @@ class _RunHooks:
             worker_out[WORKER_OUTPUT_KEY] = worker_output(state, worker, config.rootpath)
             return
         cases = state.ordered_cases()
-        environment = state.fingerprint or (cases[0].environment if cases else {})
+        env = state.fingerprint or (cases[0].environment if cases else {})
         # a stop asked for (--sw, xdist's -x) ends whole tests; Ctrl-C or pytest.exit() cuts
         # one short
         interrupted = self.interrupted or (
             exitstatus == pytest.ExitCode.INTERRUPTED and not session.shouldstop
         )
         if state.reports_due(collect_only=config.option.collectonly, interrupted=interrupted):
-            self.report_lines += write_reports(cases, environment, state.options)
+            self.report_lines += write_reports(cases, env, state.options, keys=state.baselines)
         missing = state.missing_device_failure()
         if missing is not None:
             self.report_lines.append((False, missing))
@@ -494,6 +494,6 @@ class _RunHooks:
             )
         gone = state.gone_entries(terminalreporter.config.rootpath)
         for line, colour in baseline_file_lines(
-            state.options, state.skipped, state.saved, self.save_error, cases, gone
+            state.options, state.skipped, state.saved, self.save_error, cases, gone, state.baselines
         ):
             terminalreporter.write_line(line, **({colour: True} if colour else {}))

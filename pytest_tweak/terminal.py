@@ -11,7 +11,7 @@ import dataclasses
 import os
 import shlex
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from .reports.text import (
     margin_text,
     recompile_texts,
     speedup_text,
+    ungated_text,
     unstable_text,
 )
 from .results import CaseResult, TuneRow
@@ -503,6 +504,7 @@ def baseline_file_lines(
     save_error: str | None,
     cases: Sequence[CaseResult] = (),
     gone: Sequence[str] = (),
+    keys: Collection[str] = (),
 ) -> list[tuple[str, str | None]]:
     """The summary's word on ``options``' baseline file: its unreadable entries, that it
     gated none of the run's ``cases`` (missing, or naming other tests), its entries whose
@@ -511,9 +513,9 @@ def baseline_file_lines(
     baseline of a stepped series is suspect); each line with its colour (``None``: plain)."""
     path = options.baseline_path
     lines: list[tuple[str, str | None]] = []
-    ungated = None if options.save else _ungated(path, cases)
+    ungated = None if options.save else ungated_text(path, cases, keys)
     if ungated is not None:
-        lines.append((ungated, "yellow"))
+        lines.append((f"pytest-tweak: {ungated}", "yellow"))
     if gone:
         lines.append((_gone(path, gone), "yellow"))
     if skipped:
@@ -626,27 +628,6 @@ def _gone(path: Path, gone: Sequence[str]) -> str:
     )
     removal = f"python -m pytest_tweak remove {shlex.quote(str(path))} {command}"
     return "pytest-tweak: " + what + removal
-
-
-def _ungated(path: Path, cases: Sequence[CaseResult]) -> str | None:
-    """Why a gating run compared nothing, when none of its cases had a baseline entry and
-    some were new: a CI job whose baseline was not restored, or whose node ids changed
-    (another ``--rootdir``, renamed tests), would otherwise pass green, gating nothing."""
-    new = sum(case.verdict.status is Status.NEW for case in cases)
-    if not new or any(case.baseline is not None for case in cases):
-        return None
-    if not path.exists():
-        return (
-            f"pytest-tweak: no baseline file at {path}, so all {new} case(s) are new and "
-            "nothing was gated: record one with --tweak-save (in CI: check that the file was "
-            "restored to this path, or --tweak-baseline / ini tweak_baseline)"
-        )
-    return (
-        f"pytest-tweak: none of the {new} new case(s) has an entry in {path}, so nothing was "
-        "gated: if the file holds these tests, their node ids differ (pytest run from another "
-        f"--rootdir, or tests renamed): compare `python -m pytest_tweak show {path}` with "
-        "the ids above"
-    )
 
 
 #: Waiting this long in all for another process's device lock is worth a line in the summary.

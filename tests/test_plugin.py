@@ -600,21 +600,40 @@ def test_a_gating_run_that_meets_no_baseline_entry_says_so(
     saved = run_suite("--tweak-save")
     saved.assert_outcomes(passed=1)
     saved.stdout.no_fnmatch_line("*nothing was gated*")
-    typo = run_suite("--tweak-baseline=perf/typo.json")
-    typo.assert_outcomes(passed=1)
-    typo.stdout.fnmatch_lines(
-        [
-            f"pytest-tweak: no baseline file at {pytester.path / 'perf' / 'typo.json'}, so all 1 "
-            "case(s) are new and nothing was gated: record one with --tweak-save*"
-        ]
+    typo = run_suite(
+        "--tweak-baseline=perf/typo.json", "--tweak-json=r.json", "--tweak-markdown=r.md"
     )
-    gated = run_suite()  # the file matches: no word
+    typo.assert_outcomes(passed=1)
+    why = (
+        f"no baseline file at {pytester.path / 'perf' / 'typo.json'}, so all 1 case(s) are new "
+        "and nothing was gated: record one with --tweak-save"
+    )
+    typo.stdout.fnmatch_lines([f"pytest-tweak: {why}*"])
+    # the reports a pull request shows say it too (thirteenth trial: they read all green)
+    summary = json.loads((pytester.path / "r.json").read_text())["summary"]
+    assert summary["gated"] == 0 and summary["ungated"].startswith(why)
+    assert f"> ⚠️ **Nothing was gated**: {why}" in (pytester.path / "r.md").read_text()
+    gated = run_suite("--tweak-json=r.json")  # the file matches: no word
     gated.stdout.no_fnmatch_line("*nothing was gated*")
+    summary = json.loads((pytester.path / "r.json").read_text())["summary"]
+    assert summary["gated"] == 1 and summary["ungated"] is None
     source = pytester.path / "test_gate.py"
     source.write_text(source.read_text().replace("test_one", "test_renamed"))
     renamed = run_suite()
     renamed.assert_outcomes(passed=1)
     renamed.stdout.fnmatch_lines(
+        [
+            "pytest-tweak: none of the 1 case(s) has an entry in *tweak-baselines.json yet, so "
+            "nothing was gated: new tests, or renamed ones (the file holds tests of their "
+            "folders, so it is this rootdir's); record them with --tweak-save*"
+        ]
+    )
+    # ids of another rootdir: the file holds no test of their folders
+    moved = pytester.mkdir("sub")
+    source.rename(moved / "test_gate.py")
+    elsewhere = run_suite()
+    elsewhere.assert_outcomes(passed=1)
+    elsewhere.stdout.fnmatch_lines(
         [
             "pytest-tweak: none of the 1 new case(s) has an entry in *tweak-baselines.json, so "
             "nothing was gated: if the file holds these tests, their node ids differ*"

@@ -6,7 +6,7 @@ words they share with the terminal. `write_reports` writes the ones asked for.""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from ..results import CaseResult, suite_tuning
 from .html import html_report
 from .json import dump_json, json_report
 from .markdown import markdown_report
+from .text import ungated_text
 
 __all__ = ["report_settings", "write_reports"]
 
@@ -37,17 +38,21 @@ def write_reports(
     environment: Mapping[str, Any],
     options: TweakOptions,
     step_summary: str | None = None,
+    *,
+    keys: Collection[str] = (),
 ) -> list[tuple[bool, str]]:
     """Write the report files ``options`` asks for, and append the markdown to
     ``step_summary`` (``$GITHUB_STEP_SUMMARY``; default: the environment's) when a case ran.
+    ``keys``: the baseline file's entries, to say why nothing was gated (`ungated_text`).
     Returns what happened, ``(ok, message)`` per file; a file that cannot be written is a
     message, never an exception, so the others are still written."""
     tuning = suite_tuning(cases)
+    ungated = None if options.save else ungated_text(options.baseline_path, cases, keys)
     renderers: dict[str, Callable[[], str]] = {
         "JSON report": lambda: dump_json(
-            json_report(cases, environment, report_settings(options), tuning)
+            json_report(cases, environment, report_settings(options), tuning, ungated)
         ),
-        "markdown report": lambda: markdown_report(cases, tuning),
+        "markdown report": lambda: markdown_report(cases, tuning, ungated),
         "HTML report": lambda: html_report(cases, environment, tuning),
     }
     paths = (options.json_path, options.markdown_path, options.html_path)
@@ -70,7 +75,7 @@ def write_reports(
     )
     if summary_file and cases and not markdown_there:
         try:
-            append_text(Path(summary_file), markdown_report(cases, tuning))
+            append_text(Path(summary_file), markdown_report(cases, tuning, ungated))
         except OSError as exc:
             done.append(
                 (False, f"markdown not appended to $GITHUB_STEP_SUMMARY {summary_file}: {exc}")

@@ -21,8 +21,10 @@ def json_report(
     environment: Mapping[str, Any],
     settings: Mapping[str, Any],
     tuning: Sequence[TuneRow] | None = None,
+    ungated: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON report (``pytest_tweak/report.schema.json``; docs/reports.md)."""
+    """The JSON report (``pytest_tweak/report.schema.json``; docs/reports.md); ``ungated``:
+    why nothing was gated, where nothing was (`ungated_text`)."""
     from .. import __version__
 
     if tuning is None:
@@ -39,6 +41,8 @@ def json_report(
             "cases": len(cases),
             "failed": sum(1 for c in cases if c.verdict.failed or c.outcome == "failed"),
             "statuses": dict(sorted(statuses.items())),
+            "gated": sum(1 for c in cases if c.baseline is not None),
+            "ungated": ungated,
         },
         "cases": [case.to_dict() for case in cases],
         "tuning": [row.to_dict() for row in tuning],

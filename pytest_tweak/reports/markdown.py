@@ -36,9 +36,14 @@ def _md_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str
 _MARKS = {"failed": "❌", "regressed": "❌", "inconclusive": "⚠️", "improved": "🚀"}
 
 
-def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | None = None) -> str:
-    """The run as GitHub-flavoured markdown: a line of counts, then per test (failed and
-    regressed first) a table of its configs by device, what went wrong, and the tuning."""
+def markdown_report(
+    cases: Sequence[CaseResult],
+    tuning: Sequence[TuneRow] | None = None,
+    ungated: str | None = None,
+) -> str:
+    """The run as GitHub-flavoured markdown: a line of counts, why nothing was gated where
+    nothing was (``ungated``: `ungated_text`), then per test (failed and regressed first) a
+    table of its configs by device, what went wrong, and the tuning."""
     if tuning is None:
         tuning = suite_tuning(cases)
     statuses = Counter(str(case.verdict.status) for case in cases)
@@ -51,6 +56,8 @@ def markdown_report(cases: Sequence[CaseResult], tuning: Sequence[TuneRow] | Non
         if cases
         else "No pytest-tweak case ran.",
     ]
+    if ungated is not None:
+        lines += ["", f"> ⚠️ **Nothing was gated**: {_md_text(ungated)}"]
     headers = (
         "config",
         "device",

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..formatting import format_seconds, short_path
@@ -28,6 +29,7 @@ __all__ = [
     "overall_status",
     "recompile_texts",
     "speedup_text",
+    "ungated_text",
     "unstable_text",
 ]
 
@@ -239,3 +241,33 @@ def margin_text(row: TuneRow) -> str:
     if row.margin_pct is None:
         return "only timed config"
     return f"{row.margin_pct:+.1f}%" + ("" if row.clear else " (within noise)")
+
+
+def ungated_text(path: Path, cases: Sequence[CaseResult], keys: Collection[str] = ()) -> str | None:
+    """Why a gating run compared nothing, when none of its ``cases`` had a baseline entry and
+    some were new: a CI job whose baseline was not restored, or whose node ids changed
+    (another ``--rootdir``, renamed tests), would otherwise pass green, gating nothing.
+    ``keys``, the file's entries, tell tests that are only new (the file holds other tests
+    of their folders) from ids of another rootdir."""
+    new = [case for case in cases if case.verdict.status is Status.NEW]
+    if not new or any(case.baseline is not None for case in cases):
+        return None
+    if not path.exists():
+        return (
+            f"no baseline file at {path}, so all {len(new)} case(s) are new and nothing was "
+            "gated: record one with --tweak-save (in CI: check that the file was restored to "
+            "this path, or --tweak-baseline / ini tweak_baseline)"
+        )
+    folders = {key.split("::", 1)[0].rpartition("/")[0] for key in keys}
+    if any(case.nodeid.split("::", 1)[0].rpartition("/")[0] in folders for case in new):
+        return (
+            f"none of the {len(new)} case(s) has an entry in {path} yet, so nothing was gated: "
+            "new tests, or renamed ones (the file holds tests of their folders, so it is this "
+            "rootdir's); record them with --tweak-save, which keeps the other entries"
+        )
+    return (
+        f"none of the {len(new)} new case(s) has an entry in {path}, so nothing was gated: if "
+        "the file holds these tests, their node ids differ (pytest run from another "
+        f"--rootdir, or tests renamed): compare `python -m pytest_tweak show {path}` with the "
+        "ids above"
+    )
