@@ -254,7 +254,7 @@ def _file_name(value: str) -> str:
     """A baseline file argument: not empty (an unset shell variable), not a folder."""
     if not value.strip():
         raise argparse.ArgumentTypeError("empty value; name a baseline file")
-    if Path(value).is_dir():
+    if Path(value).is_dir() or value.endswith(("/", os.sep)):
         raise argparse.ArgumentTypeError(f"{value} is a folder; name a baseline file in it")
     return value
 

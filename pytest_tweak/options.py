@@ -498,6 +498,10 @@ class Raw:
         raw, source = self.get(name)
         if raw is None or not str(raw).strip():
             return None, source
+        if str(raw).endswith(("/", os.sep)):  # normpath would drop it, and write a file
+            raise OptionError(
+                f"{source}: {raw} ends with a slash, which names a folder; name a file in it"
+            )
         base = self.invocation_dir if source.startswith("--") else self.ini_dir
         # "~/x" is the home folder's x, not a folder named "~" (an ini file, or --opt=~/x,
         # which the shell leaves as it is)

@@ -144,6 +144,8 @@ def test_usage_errors_are_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         (["merge", "", "a.json"], "argument OUT: empty value; name a baseline file"),
         (["merge", ".", "a.json"], "argument OUT: . is a folder; name a baseline file in it"),
         (["accept", ".", "a.json"], "argument BASELINE: . is a folder"),
+        # a folder yet to be made: written as a file named like it (thirteenth trial)
+        (["merge", "new/", "a.json"], "argument OUT: new/ is a folder; name a baseline file"),
         (["show", ""], "argument FILE: empty value"),
         # an empty pattern matched every id: accept took every entry of NEW
         (["accept", "a.json", "b.json", "--test", ""], "argument --test: empty value"),

@@ -823,6 +823,20 @@ def test_a_folder_as_a_report_file_is_refused_before_any_test_runs(
     )
 
 
+@pytest.mark.parametrize("name", ["json", "baseline"])
+def test_a_path_ending_in_a_slash_is_refused_not_written_as_a_file(
+    pytester: pytest.Pytester, name: str
+) -> None:
+    """``--tweak-json=out/`` wrote a file named ``out`` (thirteenth trial)."""
+    pytester.makepyfile("def test_x(): raise AssertionError('must not run')")
+    result = pytester.runpytest(f"--tweak-{name}=out/", "--tweak-save")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --tweak-{name}: out/ ends with a slash, which names a folder; name a file in it"]
+    )
+    assert not (pytester.path / "out").exists()
+
+
 def test_a_report_under_a_file_is_refused_naming_the_ini_option(
     pytester: pytest.Pytester,
 ) -> None:
