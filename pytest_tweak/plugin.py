@@ -456,8 +456,6 @@ class _RunHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         if not state.options.save or config.option.collectonly:
             return
-        if not (state.cases or state.fingerprint):
-            return  # a save with tweak cases selected says what it did, if only nothing
         try:
             state.save(interrupted=interrupted)
         except BaselineError as exc:

@@ -541,8 +541,9 @@ def baseline_file_lines(
     elif outcome is not None and not outcome.saved and not outcome.unsaved:
         lines.append(
             (
-                f"pytest-tweak: nothing saved to {path}: no case was measured (its tests never "
-                "called tweak.benchmark(), or --benchmark-skip skipped them)",
+                f"pytest-tweak: nothing saved to {path}: no case was measured (no selected "
+                "test uses tweak, its tests never called tweak.benchmark(), or --benchmark-skip "
+                "skipped them)",
                 "yellow",
             )
         )

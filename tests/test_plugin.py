@@ -1211,6 +1211,14 @@ def test_pytest_benchmarks_own_options_count_tweak_cases_as_benchmarks(
         assert not (pytester.path / "tweak-baselines.json").exists()
     collect_only = run_suite("--tweak-save", "--co")  # nothing to say: --co measures nothing
     assert "nothing saved" not in collect_only.stdout.str()
+    # a record job whose selection holds no tweak test at all (a wrong path, --lf) says so
+    # too, instead of passing without a word (thirteenth trial)
+    pytester.makepyfile(test_plain_only="def test_p():\n    pass\n")
+    plain = run_suite("--tweak-save", "test_plain_only.py")
+    plain.assert_outcomes(passed=1)
+    plain.stdout.fnmatch_lines(["pytest-tweak: nothing saved to *: no case was measured*"])
+    assert not (pytester.path / "tweak-baselines.json").exists()
+    (pytester.path / "test_plain_only.py").unlink()
     pytester.makepyfile(
         test_mix="""
         import torch
