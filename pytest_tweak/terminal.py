@@ -205,7 +205,8 @@ def _change_figure(change: Change, judging: Judging) -> str:
 def _status_cell(verdict: Verdict, outcome: str | None = None) -> str:
     """The verdict; a regression that is not the speed's names what regressed (its time may
     be inconclusive or unchanged beside it): ``regressed (peak memory)``; a test that failed
-    on its own (an assert after ``tweak.benchmark``) says so beside a verdict that passed."""
+    on its own (an assert after ``tweak.benchmark``) says so beside a verdict that passed, and
+    one skipped or xfailed after it (not saved: a baseline records passing tests) too."""
     change = verdict.change
     speed = change is not None and change.status is Status.REGRESSED
     what = verdict.problem_kinds
@@ -213,6 +214,8 @@ def _status_cell(verdict: Verdict, outcome: str | None = None) -> str:
         return f"regressed ({', '.join(what)})"
     if outcome == "failed" and not verdict.failed:
         return f"{verdict.status}, test failed"
+    if outcome == "skipped":  # pytest.skip() or an xfail after the case was measured
+        return f"{verdict.status}, test skipped/xfailed"
     return str(verdict.status)
 
 

@@ -439,6 +439,23 @@ def test_markdown_says_a_test_failed_on_its_own_beside_a_verdict_that_passed() -
     assert row.rstrip().endswith("| new, **test failed** |")
 
 
+def test_reports_say_a_test_was_skipped_or_xfailed_after_its_case_was_measured() -> None:
+    """A test skipped (or xfailed) after tweak.benchmark() read plain "new", while a failed
+    one read "new, test failed" (thirteenth trial)."""
+    case = dataclasses.replace(_case("test_own", "default", 1e-5), outcome="skipped")
+    row = next(line for line in markdown_report([case]).splitlines() if "inductor:default" in line)
+    assert row.rstrip().endswith("| new, test skipped/xfailed |")
+    assert "new, test skipped/xfailed" in "\n".join(summary_lines([case]))
+
+
+def test_markdown_code_spans_hold_test_ids_with_backticks_and_html_whole() -> None:
+    case = _case("test_p[a`b<i>x</i>]", "default", 1e-5)
+    text = markdown_report([case])
+    heading = next(line for line in text.splitlines() if line.startswith("### "))
+    assert heading.startswith("### ✅ ``test_m.py::test_p[a`b<i>x</i>]")
+    assert heading.endswith("``: new") and heading.count("``") == 2
+
+
 def test_the_json_report_matches_its_schema() -> None:
     document = json_report(_cases(), ENVIRONMENT, SETTINGS)
     _validate(document)
@@ -447,6 +464,8 @@ def test_the_json_report_matches_its_schema() -> None:
         "cases": 5,
         "failed": 1,
         "statuses": {"new": 4, "regressed": 1},
+        "gated": 1,
+        "ungated": None,
     }
     assert [c["config_id"] for c in document["cases"]][:2] == ["default", "max-autotune"]
     assert len(document["tuning"]) == 3

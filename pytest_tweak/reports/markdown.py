@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -21,6 +22,15 @@ from .text import (
 )
 
 __all__ = ["markdown_report"]
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span that holds it whole: a backtick in a test id (a
+    parameter's id) ended the span and let the rest render as markdown or HTML."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _cell(text: str) -> str:
@@ -71,7 +81,7 @@ def markdown_report(
     for test, group in tests:
         status = overall_status(group)
         mark = _MARKS.get(status, "✅")
-        lines += ["", f"### {mark} `{test}`: {status}", ""]
+        lines += ["", f"### {mark} {_code(test)}: {status}", ""]
         rows = []
         for case in group:
             baseline = case.baseline
@@ -80,9 +90,11 @@ def markdown_report(
                 verdict = f"**{verdict}** (test failed)"
             elif case.outcome == "failed":  # its own assert, after a verdict that passed
                 verdict = f"{verdict}, **test failed**"
+            elif case.outcome == "skipped":  # pytest.skip() or an xfail after the case ran
+                verdict = f"{verdict}, test skipped/xfailed"
             rows.append(
                 (
-                    f"`{case.backend}:{case.config_id}`",
+                    _code(f"{case.backend}:{case.config_id}"),
                     case.device,
                     median_text(case),
                     change_text(case, labelled=True),
@@ -96,7 +108,7 @@ def markdown_report(
             )
         lines += _md_table(headers, rows)
         details = [
-            f"- `{case.device}-{case.config_id}`: {_md_text(text)}"
+            f"- {_code(f'{case.device}-{case.config_id}')}: {_md_text(text)}"
             for case in group
             for text in (
                 *case.verdict.failures,
@@ -106,7 +118,7 @@ def markdown_report(
             )
         ]
         details += [
-            f"- `{case.device}-{case.config_id}`: {_md_break(reason)}"
+            f"- {_code(f'{case.device}-{case.config_id}')}: {_md_break(reason)}"
             for case in group
             for reason in case.break_reasons
         ]
@@ -118,13 +130,13 @@ def markdown_report(
             ("test", "device", "fastest config", "median", "next", "margin"),
             (
                 (
-                    f"`{row.test}`",
+                    _code(row.test),
                     row.device,
-                    f"`{row.best.backend}:{row.best.config_id}`",
+                    _code(f"{row.best.backend}:{row.best.config_id}"),
                     median_text(row.best),
                     "-"
                     if row.runner_up is None
-                    else f"`{row.runner_up.backend}:{row.runner_up.config_id}`",
+                    else _code(f"{row.runner_up.backend}:{row.runner_up.config_id}"),
                     margin_text(row),
                 )
                 for row in tuning
