@@ -567,7 +567,7 @@ def baseline_file_lines(
                     f"anew: their runs in the file were recorded in another environment "
                     f"({'; '.join(changes)}), and runs of two environments are not pooled "
                     f"(their spread is not the noise between runs): "
-                    + ", ".join(sorted(outcome.restarted))
+                    + _capped(list(outcome.restarted))
                     + ". Append more runs here to gate them as before",
                     "yellow",
                 )
@@ -578,9 +578,12 @@ def baseline_file_lines(
                     f"pytest-tweak: {len(outcome.too_noisy)} saved case(s) have a baseline too "
                     "noisy to gate at their threshold (an unchanged run would read inconclusive, "
                     "and only a change past the interval would show): "
-                    + "; ".join(
-                        f"{n} (a run like the last: {why})"
-                        for n, why in sorted(outcome.too_noisy.items())
+                    + _capped(
+                        [
+                            f"{n} (a run like the last: {why})"
+                            for n, why in outcome.too_noisy.items()
+                        ],
+                        "; ",
                     )
                     + ". Or raise the threshold (--tweak-threshold)",
                     "yellow",
@@ -591,7 +594,7 @@ def baseline_file_lines(
                 (
                     f"pytest-tweak: not saved: {len(outcome.unsaved)} measured case(s) whose "
                     f"test did not pass (a baseline records passing tests only): "
-                    + ", ".join(outcome.unsaved),
+                    + _capped(list(outcome.unsaved)),
                     "yellow",
                 )
             )
@@ -614,6 +617,19 @@ def baseline_file_lines(
                 )
             )
     return lines
+
+
+#: The most items a summary line lists; a suite of hundreds of cases gets a count instead.
+_LISTED = 10
+
+
+def _capped(items: list[str], separator: str = ", ") -> str:
+    """``items`` sorted and joined, the first `_LISTED` of them and a count of the rest (the
+    JSON report, ``--tweak-json``, lists every case)."""
+    items = sorted(items)
+    shown = separator.join(items[:_LISTED])
+    rest = len(items) - _LISTED
+    return shown if rest <= 0 else f"{shown}{separator}and {rest} more (--tweak-json lists all)"
 
 
 def _gone(path: Path, gone: Sequence[str]) -> str:

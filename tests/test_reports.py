@@ -250,6 +250,13 @@ def test_a_save_names_the_cases_it_saved_from_an_unstable_measurement() -> None:
             "yellow",
         ),
     ]
+    # a suite of hundreds of cases gets ten names and a count, not a line of all of them
+    many = tuple(f"t.py::test_x[{i:03}]" for i in range(250))
+    text = baseline_file_lines(SAVE_TO_B, {}, SaveOutcome(saved, 0, many), None)[1][0]
+    assert text.endswith(
+        "t.py::test_x[008], t.py::test_x[009], and 240 more (--tweak-json lists all)"
+    )
+    assert "test_x[010]" not in text
 
 
 def test_a_failures_first_line_leads_with_the_verdict_and_its_figure() -> None:
