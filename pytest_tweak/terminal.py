@@ -669,7 +669,8 @@ def lock_line(uses: Sequence[LockUse], workers: Sequence[str]) -> str | None:
     if len(workers) > 1:
         return (
             f"pytest-tweak: {len(workers)} xdist workers measured one case at a time per device "
-            f"(device locks; {'; '.join(parts)})"
+            f"(device locks; {'; '.join(parts)} for another worker or another pytest process "
+            "of this user)"
         )
     if sum(use.waited_s for use in uses) >= _WAIT_WORTH_SAYING_S:
         return (

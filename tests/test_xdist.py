@@ -66,7 +66,8 @@ def test_two_workers_measure_one_case_at_a_time_and_save_every_entry(
         [
             "*tweak summary*",
             "*pytest-tweak: 2 xdist workers measured one case at a time per device "
-            "(device locks; cpu: 6 case(s), waited * s)",
+            "(device locks; cpu: 6 case(s), waited * s for another worker or another pytest "
+            "process of this user)",
             "pytest-tweak: saved 6 case(s) to *tweak-baselines.json (kept 0 other entries)",
         ]
     )
