@@ -165,27 +165,6 @@ class _Raises(torch.nn.Module):
         raise ValueError("the model itself failed")
 
 
-def test_an_eager_case_that_raises_says_it_ran_uncompiled_not_that_it_compiled() -> None:
-    from pytest_tweak import MeasureSettings
-    from pytest_tweak.case import CaseError, LocalRunner, run_case
-
-    with pytest.raises(CaseError) as failed:
-        run_case(
-            _Raises(),
-            (torch.ones(2),),
-            {},
-            backend=EagerBackend(),
-            device=torch.device("cpu"),
-            settings=MeasureSettings(),
-            runner=LocalRunner(),
-        )
-    message = str(failed.value)
-    assert message.startswith("eager on cpu: ValueError: the model itself failed")
-    assert "raised while running the model uncompiled (the eager backend compiles" in message
-    assert "compiling" not in message.replace("compiles nothing", "")
-    assert "raises uncompiled too" not in message  # the eager run is the one that failed
-
-
 class _ImportsMissing(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         import importlib
@@ -193,13 +172,14 @@ class _ImportsMissing(torch.nn.Module):
         return importlib.import_module("no_such_package_for_tweak").f(x)
 
 
-def test_a_failed_import_shows_the_models_line_not_pythons_import_machinery() -> None:
+def _eager_failure(model: torch.nn.Module) -> str:
+    """The message of the case that runs ``model`` with the eager backend on cpu."""
     from pytest_tweak import MeasureSettings
     from pytest_tweak.case import CaseError, LocalRunner, run_case
 
     with pytest.raises(CaseError) as failed:
         run_case(
-            _ImportsMissing(),
+            model,
             (torch.ones(2),),
             {},
             backend=EagerBackend(),
@@ -207,7 +187,19 @@ def test_a_failed_import_shows_the_models_line_not_pythons_import_machinery() ->
             settings=MeasureSettings(),
             runner=LocalRunner(),
         )
-    message = str(failed.value)
+    return str(failed.value)
+
+
+def test_an_eager_case_that_raises_says_it_ran_uncompiled_not_that_it_compiled() -> None:
+    message = _eager_failure(_Raises())
+    assert message.startswith("eager on cpu: ValueError: the model itself failed")
+    assert "raised while running the model uncompiled (the eager backend compiles" in message
+    assert "compiling" not in message.replace("compiles nothing", "")
+    assert "raises uncompiled too" not in message  # the eager run is the one that failed
+
+
+def test_a_failed_import_shows_the_models_line_not_pythons_import_machinery() -> None:
+    message = _eager_failure(_ImportsMissing())
     assert "ModuleNotFoundError: No module named 'no_such_package_for_tweak'" in message
     assert 'return importlib.import_module("no_such_package_for_tweak").f(x)' in message
     assert "importlib" not in message.split("the model's code")[1].replace(

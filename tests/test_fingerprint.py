@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+from pathlib import Path
 
 import pytest
 import torch
@@ -63,6 +64,21 @@ def test_lin(tweak):
 """
 
 
+def _recorded_with_another_torch(pytester: pytest.Pytester, run_suite, runs: int = 1) -> Path:
+    """The policy suite's baseline, saved here, then edited to read as ``runs`` runs recorded
+    with another torch; returns the file."""
+    pytester.makepyfile(test_policy=POLICY_SUITE)
+    run_suite("--tweak-save").assert_outcomes(passed=1)
+    path = pytester.path / "tweak-baselines.json"
+    data = json.loads(path.read_text())
+    (entry,) = data["cases"].values()
+    assert entry["fingerprint"]["torch"] == str(torch.__version__)
+    entry["fingerprint"]["torch"] = "0.0-other"
+    entry["runs"] = entry["runs"] * runs
+    path.write_text(json.dumps(data))
+    return path
+
+
 @pytest.mark.parametrize(
     ("policy", "outcome", "lines"),
     [
@@ -104,14 +120,7 @@ def test_a_baseline_from_another_environment_follows_the_policy(
     outcome: dict[str, int],
     lines: list[str],
 ) -> None:
-    pytester.makepyfile(test_policy=POLICY_SUITE)
-    run_suite("--tweak-save").assert_outcomes(passed=1)
-    path = pytester.path / "tweak-baselines.json"
-    data = json.loads(path.read_text())
-    (entry,) = data["cases"].values()
-    assert entry["fingerprint"]["torch"] == str(torch.__version__)
-    entry["fingerprint"]["torch"] = "0.0-other"  # recorded with another torch
-    path.write_text(json.dumps(data))
+    _recorded_with_another_torch(pytester, run_suite)
     args = ["--tweak-threshold=1000"] + ([f"--tweak-fingerprint-policy={policy}"] if policy else [])
     result = run_suite(*args)
     result.assert_outcomes(**outcome)
@@ -121,14 +130,7 @@ def test_a_baseline_from_another_environment_follows_the_policy(
 def test_append_records_anew_a_case_whose_runs_are_of_another_environment(
     pytester: pytest.Pytester, run_suite
 ) -> None:
-    pytester.makepyfile(test_policy=POLICY_SUITE)
-    run_suite("--tweak-save").assert_outcomes(passed=1)
-    path = pytester.path / "tweak-baselines.json"
-    data = json.loads(path.read_text())
-    (entry,) = data["cases"].values()
-    entry["fingerprint"]["torch"] = "0.0-other"
-    entry["runs"] = entry["runs"] * 2  # two runs recorded with another torch
-    path.write_text(json.dumps(data))
+    path = _recorded_with_another_torch(pytester, run_suite, runs=2)
     result = run_suite("--tweak-save", "--tweak-append")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
