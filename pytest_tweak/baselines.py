@@ -71,7 +71,6 @@ __all__ = [
     "BaselineFile",
     "RunRecord",
     "broken_entry_message",
-    "environment_change",
     "load_baselines",
     "merge_baselines",
     "read_baselines",
@@ -458,8 +457,8 @@ def save_baselines(
     Entries of cases not in ``updates`` are kept as they are on disk now. With ``append``, an
     update adds its runs to the entry on disk (keeping the newest `MAX_RUNS`) instead of
     replacing them, when both were recorded in one environment: an entry on disk recorded in
-    another (`environment_change`) is replaced, since runs of two environments are not one
-    baseline's noise, and the entry's fingerprint would name only the newer; ``restarted``,
+    another (its fingerprint `differences`) is replaced, since runs of two environments are
+    not one baseline's noise, and the entry's fingerprint would name only the newer; ``restarted``,
     when given, receives each such test id with what changed. A version-1 file is rewritten
     as version 2. Returns what was written.
 
@@ -472,23 +471,18 @@ def save_baselines(
         merged = dict(on_disk.entries)
         for key, entry in updates.items():
             old = merged.get(key)
-            changed = [] if old is None else environment_change(old, entry)
-            if changed and append and restarted is not None:
+            if not append or old is None:
+                merged[key] = entry
+                continue
+            changed = differences(old.fingerprint, entry.fingerprint)
+            if changed and restarted is not None:
                 restarted[key] = changed
-            pooled = append and old is not None and not changed
-            merged[key] = old.appended(entry) if pooled and old is not None else entry
+            merged[key] = entry if changed else old.appended(entry)
         # unreadable entries stay as they were, unless this save records the case anew
         kept_raw = {k: v for k, v in on_disk.raw.items() if k not in updates}
         return BaselineFile(entries=merged, raw=kept_raw)
 
     return update_baselines(path, update).entries
-
-
-def environment_change(older: BaselineEntry, newer: BaselineEntry) -> list[str]:
-    """What differs between the environments two entries were recorded in (``key: old ->
-    new``, `pytest_tweak.fingerprint.differences`); empty when they are one, or when either
-    has no fingerprint."""
-    return differences(older.fingerprint, newer.fingerprint)
 
 
 def update_baselines(path: Path, update: Callable[[BaselineFile], BaselineFile]) -> BaselineFile:
@@ -545,7 +539,7 @@ def merge_baselines(
                 )
             elif on_conflict == "last":
                 entries[key] = entry
-            elif changed := environment_change(old, entry):
+            elif changed := differences(old.fingerprint, entry.fingerprint):
                 raise ValueError(
                     f"test id {key!r} was recorded in other environments in {origin[key]} and "
                     f"{name} ({'; '.join(changed)}): their runs are not one baseline's noise, "

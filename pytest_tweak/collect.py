@@ -469,7 +469,8 @@ class CollectedTests:
     def _dropped(self, key: str, test: str, device: str | None) -> bool:
         """Whether ``key`` is an id its test, collected whole, no longer has, on a device
         its collected cases run on."""
-        if not self.whole or device is None or key in self.ids.get(test, {key}):
+        collected = self.ids.get(test)
+        if not self.whole or device is None or collected is None or key in collected:
             return False
         return device.split(":")[0] in self.devices.get(test, set())
 

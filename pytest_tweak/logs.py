@@ -40,29 +40,19 @@ class _ArtifactFilter(logging.Filter):
         super().__init__()
         self._suffixes = {f"__{name}" for name in artifacts}
 
+    def requested(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is of a requested artifact."""
+        return record.name.rsplit(".", 1)[-1] in self._suffixes
+
     def filter(self, record: logging.LogRecord) -> bool:
         # the handler sits on several loggers, so a propagating record comes by more than
         # once: it is marked as this filter's (an object's id would be reused once the
         # record is freed, and drop the next one)
-        suffix = record.name.rsplit(".", 1)[-1]
-        if suffix not in self._suffixes or getattr(record, "_tweak_filter", None) is self:
+        if not self.requested(record) or getattr(record, "_tweak_filter", None) is self:
             return False
         record._tweak_filter = self
-        record.artifact = suffix
+        record.artifact = record.name.rsplit(".", 1)[-1]
         return True
-
-
-class _DropArtifacts(logging.Filter):
-    """Keep the requested artifacts' records out of the other handlers (pytest's log
-    capture): they exist because the case turned them on, and are shown once, as the
-    case's captured tweak logs."""
-
-    def __init__(self, artifacts: Sequence[str]) -> None:
-        super().__init__()
-        self._suffixes = {f"__{name}" for name in artifacts}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.name.rsplit(".", 1)[-1] not in self._suffixes
 
 
 @contextlib.contextmanager
@@ -79,7 +69,8 @@ def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
     set_logs: Callable[..., None] = torch._logging.set_logs  # type: ignore[attr-defined]
     set_logs(**dict.fromkeys(artifacts, True))
     handler = logging.StreamHandler(captured._stream)
-    handler.addFilter(_ArtifactFilter(artifacts))
+    keep = _ArtifactFilter(artifacts)
+    handler.addFilter(keep)
     handler.setFormatter(logging.Formatter("[%(artifact)s] %(message)s"))
     swapped: list[tuple[logging.Logger, list[logging.Handler]]] = []
     for name, logger in list(logging.Logger.manager.loggerDict.items()):
@@ -92,8 +83,13 @@ def capture_torch_logs(artifacts: Sequence[str]) -> Iterator[CapturedLogs]:
         # anything else (pytest's log capture) stays
         kept = [h for h in logger.handlers if type(h) is not logging.StreamHandler]
         logger.handlers = [*kept, handler]
+    # the other handlers (pytest's log capture) do not show them again: these records exist
+    # because the case turned them on, and are shown once, as its captured tweak logs
     others = {h for _, handlers in swapped for h in handlers} | set(logging.getLogger().handlers)
-    drop = _DropArtifacts(artifacts)
+
+    def drop(record: logging.LogRecord) -> bool:
+        return not keep.requested(record)
+
     for other in others:
         other.addFilter(drop)
     try:
