@@ -61,6 +61,7 @@ __all__ = [
     "per_device_text",
     "resolve_judging",
     "resolve_options",
+    "step_summary_problem",
     "unknown_ini_keys",
 ]
 
@@ -727,6 +728,23 @@ def _unwritable(path: Path, example: str) -> str | None:
     if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
         return f"{folder} is not a writable folder"
     return None
+
+
+def step_summary_problem(value: str) -> str | None:
+    """Why ``$GITHUB_STEP_SUMMARY`` (``value``; empty when unset) cannot take the markdown
+    report, or ``None``: checked when a run selects a case, not after its last one."""
+    if not value:
+        return None
+    path = Path(value)
+    problem = _unwritable(path, "summary.md")
+    if problem is None and not path.parent.is_dir():
+        problem = f"its folder {path.parent} does not exist"
+    if problem is None:
+        return None
+    return (
+        f"$GITHUB_STEP_SUMMARY={value}: the markdown report cannot be appended there: "
+        f"{problem}; point it at a writable file, or unset it"
+    )
 
 
 def _log_artifacts(raw: Raw) -> tuple[str, ...]:

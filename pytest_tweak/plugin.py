@@ -34,7 +34,7 @@ from .collect import (
     parametrize,
     selects_tweak,
 )
-from .fingerprint import as_stored, check_fingerprint, differences, render_fingerprint
+from .fingerprint import as_stored, differences, render_fingerprint
 from .hookspec import implementers
 from .options import (
     OPTIONS,
@@ -43,6 +43,7 @@ from .options import (
     benchmarks_disabled,
     option_warnings,
     resolve_options,
+    step_summary_problem,
     unknown_ini_keys,
 )
 from .registry import BackendRegistry, BackendSpec, RegistryError
@@ -287,33 +288,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     cases = [case_of(item) for item in session.items]
     if not any(selects_tweak(item) for item in session.items):
         return
-    from .fingerprint import base_fingerprint
+    from .fingerprint import base_fingerprint, hook_problem
 
     config = session.config
     state = config.stash[_STATE_KEY]
+    problem = None
     if not config.option.collectonly:  # read now, so a broken file stops the run before a case
         try:
             state.load()
         except BaselineError as exc:
-            raise pytest.UsageError(
-                f"pytest-tweak: {exc}. Fix or remove the file (it is left as it is)."
-            ) from exc
+            problem = f"{exc}. Fix or remove the file (it is left as it is)."
         state.note_missing_devices(cases)
-    options = state.options
-    fingerprint = base_fingerprint(options.devices, options.settings.cpu_threads)
-    hook = config.hook.pytest_tweak_fingerprint
-    try:
-        returned = [r for r in hook(config=config, fingerprint=fingerprint) if r is not None]
-        problem = check_fingerprint(fingerprint)
-    except Exception as exc:  # a plugin's bug: a usage error naming it, not an INTERNALERROR
-        returned, problem = [], f"raised {type(exc).__name__}: {exc}"
-    if returned:
-        problem = f"returned {returned[0]!r}; change the fingerprint dict in place and return None"
+        problem = problem or step_summary_problem(os.environ.get("GITHUB_STEP_SUMMARY", ""))
+    fingerprint = base_fingerprint(state.options.devices, state.options.settings.cpu_threads)
+    problem = problem or hook_problem(config.hook.pytest_tweak_fingerprint, config, fingerprint)
     if problem is not None:
-        raise pytest.UsageError(
-            f"pytest-tweak: pytest_tweak_fingerprint: {problem} "
-            f"(implemented by: {implementers(hook)})"
-        )
+        state.usage_error = f"pytest-tweak: {problem}"  # a worker sends it to the controller
+        raise pytest.UsageError(state.usage_error)
     state.fingerprint = as_stored(fingerprint)
 
 
@@ -425,9 +416,7 @@ class _RunHooks:
         try:
             self.state.cases[report.nodeid] = CaseResult.from_dict(data)
         except ValueError as exc:
-            self.report_lines.append(
-                (False, f"case {report.nodeid} left out of the reports: {exc}")
-            )
+            self.report_lines.append((False, f"case {report.nodeid} left out of reports: {exc}"))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         # the hook's argument, not session.exitstatus: Pytester.getnode() calls this hook on

@@ -89,6 +89,9 @@ class RunState:
         self.collected = CollectedTests()
         #: Under pytest-xdist, on the controller: the entries the workers found gone.
         self.gone_on_workers: set[str] = set()
+        #: Why the run stopped after collection (a broken baseline file, say): the usage
+        #: error a pytest-xdist worker sends, for the controller to raise.
+        self.usage_error: str | None = None
 
     def load(self) -> None:
         """Read the baseline file, once: when a case of the run needs it, so that a suite that

@@ -3,7 +3,8 @@
 Each finished case crosses once, on its test's report (`pytest_tweak.results.CaseResult`,
 ``report.tweak_case``); pytest serializes it with the report. What is not a case crosses in
 the worker's ``workeroutput`` when it finishes: its device-lock holds, the cases whose baseline
-came from another environment, the fingerprint and the devices it could not use.
+came from another environment, the fingerprint, the devices it could not use, and the usage
+error that stopped it after collection.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def worker_output(state: RunState, worker: str, rootdir: Path) -> dict[str, Any]
         "environment_changed": state.environment_changed,
         "fingerprint": state.fingerprint,
         "missing_devices": {d: list(found) for d, found in state.missing_devices.items()},
+        "usage_error": state.usage_error,
     }
 
 
@@ -58,5 +60,8 @@ class ControllerHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         output = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-        if output is not None:
-            absorb(self.state, output)
+        if output is None:
+            return
+        if output.get("usage_error"):  # the worker stopped after collection: the run stops
+            raise pytest.UsageError(str(output["usage_error"]))  # as it does without xdist
+        absorb(self.state, output)

@@ -20,6 +20,7 @@ from pytest_tweak.options import (
     Raw,
     resolve_judging,
     resolve_options,
+    step_summary_problem,
 )
 from pytest_tweak.terminal import settings_line
 
@@ -174,6 +175,25 @@ def test_saving_where_no_folder_can_be_made_stops_the_run(tmp_path: Path) -> Non
     )
     # without --tweak-save the same path is only read (and found missing): no error
     assert not resolve_options(_raw(tmp_path, baseline="notes.txt/b.json")).save
+
+
+def test_a_step_summary_that_cannot_be_appended_to_is_named_with_the_fix(tmp_path: Path) -> None:
+    # found in the thirteenth user trial: the append failed after the last case and the run,
+    # green until then, exited 1
+    summary = tmp_path / "summary.md"
+    assert step_summary_problem("") is None and step_summary_problem(str(summary)) is None
+    summary.write_text("an earlier step's summary\n")
+    assert step_summary_problem(str(summary)) is None
+    missing = tmp_path / "gone" / "summary.md"
+    assert step_summary_problem(str(missing)) == (
+        f"$GITHUB_STEP_SUMMARY={missing}: the markdown report cannot be appended there: its "
+        f"folder {missing.parent} does not exist; point it at a writable file, or unset it"
+    )
+    problem = step_summary_problem(str(tmp_path))
+    assert problem is not None and ": it is a folder; name a file" in problem
+    summary.chmod(0o444)
+    problem = step_summary_problem(str(summary))
+    assert problem is not None and ": the file is read-only (mode 0444)" in problem
 
 
 def test_saving_over_a_read_only_baseline_file_stops_the_run(tmp_path: Path) -> None:

@@ -703,6 +703,25 @@ def test_a_markdown_report_to_the_step_summary_itself_lands_there_once(tmp_path:
     assert elsewhere.read_text().count("## pytest-tweak") == 1
 
 
+def test_an_unwritable_step_summary_stops_a_tweak_run_before_its_first_case(
+    pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_suite=SUITE, test_plain="def test_plain():\n    assert True\n")
+    summary = pytester.path / "no-such-folder" / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run_suite("test_suite.py")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: pytest-tweak: $GITHUB_STEP_SUMMARY={summary}: the markdown report cannot be "
+            f"appended there: its folder {summary.parent} does not exist; point it at a "
+            "writable file, or unset it"
+        ]
+    )
+    assert "passed" not in result.stdout.str()  # stopped before a case ran
+    run_suite("test_plain.py").assert_outcomes(passed=1)  # a suite without tweak: not its business
+
+
 def test_a_run_writes_every_report(
     pytester: pytest.Pytester, run_suite, monkeypatch: pytest.MonkeyPatch
 ) -> None:

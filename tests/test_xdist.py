@@ -158,3 +158,20 @@ def test_a_replaced_worker_is_counted_once() -> None:
     for worker in ("gw0", "gw1", "gw1"):
         absorb(state, worker_output(RunState(options), worker, Path(".")))
     assert state.workers == ["gw0", "gw1"]
+
+
+def test_a_broken_baseline_file_stops_an_xdist_run_with_the_same_usage_error(
+    pytester: pytest.Pytester, run_suite
+) -> None:
+    # found in the fourteenth session: each worker raised the usage error while collecting and
+    # the controller printed only an INTERNALERROR (xdist's "crashitem" assertion)
+    pytester.makepyfile(XDIST_SUITE)
+    baseline = pytester.path / "tweak-baselines.json"
+    baseline.write_text('{"version": 1, "cases": ')
+    result = run_suite("-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: pytest-tweak: baseline file {baseline}: is not valid JSON (*). Fix or remove*"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert baseline.read_text() == '{"version": 1, "cases": '
