@@ -178,10 +178,19 @@ class DeviceMarkers:
 
 
 def ini_keys(config: pytest.Config) -> list[str]:
-    """The keys the ini file sets. pytest 9 deprecated ``Config.inicfg`` (it warns, which is
-    an error under ``-W error``) and offers no public way to list the keys; pytest 8 has no
-    ``_inicfg``."""
+    """The keys the ini file sets that no plugin or conftest registered (``config.getini``
+    rejects only those): a suite's own ``tweak_*`` key is its business. pytest 9 deprecated
+    ``Config.inicfg`` (it warns, which is an error under ``-W error``) and offers no public way
+    to list the keys; pytest 8 has no ``_inicfg``."""
     found = getattr(config, "_inicfg", None)
     if found is None:
         found = config.inicfg
-    return list(found)
+    return [key for key in found if not _registered(config, key)]
+
+
+def _registered(config: pytest.Config, key: str) -> bool:
+    try:
+        config.getini(key)
+    except ValueError:  # "unknown configuration value"
+        return False
+    return True

@@ -178,6 +178,25 @@ def test_a_misspelled_ini_key_is_named_with_the_key_it_resembles(
     )
 
 
+def test_a_tweak_ini_key_the_suite_registers_itself_is_left_alone(
+    pytester: pytest.Pytester,
+) -> None:
+    # found in the fourteenth user trial: a conftest's own `tweak_factor` was called unknown
+    # and "not applied", and under filterwarnings=error the run stopped with an INTERNALERROR
+    pytester.makeconftest("""
+        def pytest_addoption(parser):
+            parser.addini("tweak_factor", "the suite's own knob")
+    """)
+    pytester.makeini("[pytest]\ntweak_factor = 2.0\nfilterwarnings = error\n")
+    pytester.makepyfile("""
+        def test_x(pytestconfig):
+            assert pytestconfig.getini("tweak_factor") == "2.0"
+    """)
+    result = pytester.runpytest("--strict-config")
+    result.assert_outcomes(passed=1)
+    assert "tweak_factor" not in result.stdout.str() + result.stderr.str()
+
+
 def test_save_with_fast_warns_that_the_baseline_is_a_quick_look(
     pytester: pytest.Pytester, run_suite
 ) -> None:
