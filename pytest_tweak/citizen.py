@@ -15,6 +15,7 @@ Nor, since pytest 9 deprecated ``Config.inicfg``, for "which keys does the ini f
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 from typing import Any
@@ -25,20 +26,17 @@ __all__ = [
     "DEVICE_MARKERS",
     "DeviceMarkers",
     "benchmark_missing",
-    "conftest_mentions_tweak",
+    "conftest_uses_tweak",
     "is_own_tweak",
-    "mentions_tweak",
     "register_device_markers",
     "register_tweak_markers",
     "registered_markers",
     "sees_own_tweak",
+    "uses_tweak",
 ]
 
 #: The device markers of the SPEC: ``@pytest.mark.cpu`` etc. say which devices a test supports.
 DEVICE_MARKERS = ("cpu", "cuda", "xpu")
-
-#: A file that may use pytest-tweak: it names the ``tweak`` fixture or imports pytest_tweak.
-_MENTION = re.compile(rb"\btweak\b|\bpytest_tweak\b")
 
 
 def _is_ours(fixturedef: Any) -> bool:
@@ -70,24 +68,75 @@ def sees_own_tweak(node: pytest.Collector) -> bool:
     return bool(fixturedefs) and _is_ours(fixturedefs[-1])
 
 
-def mentions_tweak(path: Path) -> bool:
-    """Whether the file at ``path`` names ``tweak`` or ``pytest_tweak`` (read as bytes: a
-    file that cannot be read is left to pytest to report)."""
+def uses_tweak(path: Path) -> bool:
+    """Whether the Python file at ``path`` may use pytest-tweak: a function (a test, or a
+    fixture handing ``tweak`` on) takes a ``tweak`` argument it does not parametrize itself, a
+    call names it (``usefixtures("tweak")``, ``getfixturevalue("tweak")``), or it imports
+    ``pytest_tweak``. Read and parsed, never imported: a word in a comment or docstring, or
+    another function named ``tweak``, is not a use. A file that cannot be read or parsed is
+    left to pytest to report."""
     try:
-        return _MENTION.search(path.read_bytes()) is not None
-    except OSError:
+        source = path.read_bytes()
+        if _WORD.search(source) is None:  # most files of most suites: no parse
+            return False
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
         return False
+    return any(_is_use(node) for node in ast.walk(tree))
 
 
-def conftest_mentions_tweak(module: Path, root: Path, seen: dict[Path, bool]) -> bool:
+#: Where the file has neither word, it cannot use pytest-tweak.
+_WORD = re.compile(rb"\btweak\b|\bpytest_tweak\b")
+
+
+def _is_use(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(_is_package(alias.name) for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and _is_package(node.module or "")
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        return "tweak" in names and not any(_parametrizes_tweak(d) for d in node.decorator_list)
+    if isinstance(node, ast.Call) and _called(node) in ("usefixtures", "getfixturevalue"):
+        return any(isinstance(a, ast.Constant) and a.value == "tweak" for a in node.args)
+    return False
+
+
+def _is_package(module: str) -> bool:
+    return module == "pytest_tweak" or module.startswith("pytest_tweak.")
+
+
+def _called(call: ast.Call) -> str | None:
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _parametrizes_tweak(decorator: ast.AST) -> bool:
+    """``@pytest.mark.parametrize("tweak", ...)`` (or with ``tweak`` among its names): the
+    test's ``tweak`` is its own values, as without pytest-tweak."""
+    if not isinstance(decorator, ast.Call) or _called(decorator) != "parametrize":
+        return False
+    given = [k.value for k in decorator.keywords if k.arg == "argnames"]
+    first = decorator.args[0] if decorator.args else (given[0] if given else None)
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        names = [name.strip() for name in first.value.split(",")]
+    elif isinstance(first, (ast.List, ast.Tuple)):
+        names = [str(e.value) for e in first.elts if isinstance(e, ast.Constant)]
+    else:
+        return False
+    return "tweak" in names
+
+
+def conftest_uses_tweak(module: Path, root: Path, seen: dict[Path, bool]) -> bool:
     """Whether a ``conftest.py`` that applies to the test ``module`` (in its folder or one
-    above, up to ``root``) names ``tweak``: a suite that hands tests the ``tweak`` fixture
-    through its own fixture. ``seen`` caches the answer per ``conftest.py``."""
+    above, up to ``root``) uses ``tweak`` (`uses_tweak`): a suite that hands tests the
+    ``tweak`` fixture through its own fixture. ``seen`` caches the answer per ``conftest.py``."""
     folder = module.parent
     while True:
         conftest = folder / "conftest.py"
         if conftest not in seen:
-            seen[conftest] = conftest.is_file() and mentions_tweak(conftest)
+            seen[conftest] = conftest.is_file() and uses_tweak(conftest)
         if seen[conftest]:
             return True
         if folder == root or folder.parent == folder or root not in folder.parents:
@@ -172,7 +221,7 @@ class DeviceMarkers:
             return
         path, root = module.path, self._config.rootpath
         if (
-            mentions_tweak(path) or conftest_mentions_tweak(path, root, self._conftests)
+            uses_tweak(path) or conftest_uses_tweak(path, root, self._conftests)
         ) and sees_own_tweak(module):
             self.register()
 

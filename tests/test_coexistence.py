@@ -162,6 +162,32 @@ def test_a_file_beside_one_that_uses_tweak_keeps_its_marker_rules(
     assert both.ret == pytest.ExitCode.OK
 
 
+def test_the_word_tweak_in_a_suite_that_never_uses_it_registers_no_marker(
+    pytester: pytest.Pytester,
+) -> None:
+    """Found in the fourteenth user trial: a file that merely contained the word (a comment,
+    a docstring, a function of that name, a parametrized argument) registered the device
+    markers for the session, so an unregistered ``@pytest.mark.cuda`` passed
+    ``--strict-markers``. Each such file fails to collect as it does without pytest-tweak."""
+    cuda = "import pytest\n\n@pytest.mark.cuda\ndef test_x(): pass\n"
+    pytester.mkpydir("sub").joinpath("conftest.py").write_text("# helpers to tweak the env\n")
+    pytester.path.joinpath("sub", "test_in_sub.py").write_text(cuda)
+    pytester.makepyfile(
+        test_comment=f"# we tweak the tolerance here\n{cuda}",
+        test_docstring=f'"""Tests that tweak nothing."""\n{cuda}',
+        test_named=f"def tweak(x):\n    return x\n\n\n{cuda}",
+        test_param=cuda.replace(
+            "def test_x(): pass",
+            '@pytest.mark.parametrize("tweak", [1])\ndef test_x(tweak): pass',
+        ),
+    )
+    without = pytester.runpytest_subprocess(*STRICT, "-p", "no:tweak", "--co", "-q")
+    with_tweak = pytester.runpytest_subprocess(*STRICT, "--co", "-q")
+    assert without.ret == with_tweak.ret == pytest.ExitCode.INTERRUPTED
+    assert "5 errors" in without.stdout.lines[-1]
+    assert _normalized(with_tweak.stdout.str()) == _normalized(without.stdout.str())
+
+
 @pytest.mark.parametrize("where", ["conftest", "plugin"])
 def test_tweak_through_the_suites_own_fixture_collects_under_strict_markers(
     pytester: pytest.Pytester, where: str
