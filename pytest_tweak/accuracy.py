@@ -93,6 +93,9 @@ class Accuracy:
         problem: What is wrong, in words; ``None`` when ``ok``.
         tensors: Tensors compared.
         checked: False when the comparison was not made; ``problem`` then says why.
+        autocast: The autocast dtype both ran under (``"bfloat16"``), or ``None``: the check
+            is then of the compiler under autocast, not of autocast's precision against the
+            model as given.
     """
 
     ok: bool
@@ -103,6 +106,7 @@ class Accuracy:
     problem: str | None = None
     tensors: int = 0
     checked: bool = True
+    autocast: str | None = None
 
     @classmethod
     def not_checked(cls, why: str) -> Accuracy:
@@ -115,9 +119,10 @@ class Accuracy:
             return f"accuracy not checked: {self.problem}"
         figures = f"max abs error {self.max_abs:.3g}, max rel error {self.max_rel:.3g}"
         tolerance = f" ({self.tolerance})" if self.tolerance is not None else ""
+        eager = "eager" if self.autocast is None else f"eager under {self.autocast} autocast"
         if self.ok:
-            return f"matches eager: {figures}{tolerance}, {self.tensors} tensor(s)"
-        return f"output differs from eager at {self.where}: {self.problem}; {figures}{tolerance}"
+            return f"matches {eager}: {figures}{tolerance}, {self.tensors} tensor(s)"
+        return f"output differs from {eager} at {self.where}: {self.problem}; {figures}{tolerance}"
 
     def as_dict(self) -> dict[str, Any]:
         """As the JSON report and the baseline's tooling write it."""
@@ -131,6 +136,7 @@ class Accuracy:
             "where": self.where,
             "problem": self.problem,
             "tensors": self.tensors,
+            "autocast": self.autocast,
         }
 
 
@@ -188,6 +194,7 @@ def compare_outputs(
         where=worst.where,
         problem=worst.problem,
         tensors=worst.tensors,
+        autocast=None if autocast_dtype is None else str(autocast_dtype).removeprefix("torch."),
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "make_synchronizer",
     "parse_device",
     "rebuilt",
+    "refuse_meta",
     "release_memory",
     "to_device",
     "worker_device",
@@ -180,7 +181,7 @@ def to_device(value: Any, device: torch.device) -> Any:
     import torch
 
     if isinstance(value, (torch.Tensor, torch.nn.Module)):
-        _refuse_meta(value)
+        refuse_meta(value)
         return value.to(device)
     if isinstance(value, (Mapping, list, tuple)):
         return rebuilt(value, lambda item: to_device(item, device))
@@ -192,7 +193,7 @@ def to_device(value: Any, device: torch.device) -> Any:
     return value
 
 
-def _refuse_meta(value: torch.Tensor | torch.nn.Module) -> None:
+def refuse_meta(value: torch.Tensor | torch.nn.Module) -> None:
     """A clear error for a tensor, or a model's parameter or buffer, on the ``meta`` device:
     it has a shape and no data, so nothing can be moved, checked or timed."""
     import torch

@@ -153,6 +153,9 @@ class MeasureSettings:
             raise ValueError(
                 f"max_rounds ({self.max_rounds}) must be >= min_rounds ({self.min_rounds})"
             )
+        for name in ("reference", "eager"):  # "no" is truthy: it would time the companion
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
     @classmethod
     def fast(cls, **overrides: Any) -> MeasureSettings:

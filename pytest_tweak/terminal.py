@@ -286,6 +286,7 @@ def _accuracy_text(accuracy: Mapping[str, Any]) -> str:
         problem=accuracy.get("problem"),
         tensors=int(accuracy.get("tensors", 0)),
         checked=bool(accuracy.get("checked", True)),
+        autocast=accuracy.get("autocast"),
     ).describe()
 
 

@@ -18,7 +18,7 @@ import torch
 from .backends import Backend, TorchInductorBackend, model_device, refuse_compiled
 from .case import BenchmarkResult, CaseError, LocalRunner, run_case
 from .counters import reset_dynamo
-from .devices import DEVICES, availability
+from .devices import DEVICES, availability, refuse_meta
 from .measure import CaseChecks, Instruments, MeasureSettings
 from .registry import builtin_backends
 
@@ -218,6 +218,8 @@ def tune(
     args = (input_data,) if one else input_data
     # checked before torch reads it: torch's own error lists every device type it knows
     given = model_device(module.model) if device is None else device
+    if str(given) == "meta" and isinstance(module.model, torch.nn.Module):
+        refuse_meta(module.model)  # what to do about it, not "meta is no device of ours"
     if str(given).split(":")[0] not in DEVICES:
         raise ValueError(
             f"tune({module.name!r}): device {given} is not one pytest-tweak measures on: "

@@ -281,6 +281,6 @@ def test_cuda_peak_memory_accuracy_and_speedup_under_bf16_autocast(
     result.stdout.fnmatch_lines(
         [
             "*default: peak * B, eager * B; matches eager: *; speed-up *x",
-            "*autocast-bf16: peak * B, eager * B; matches eager: * (rtol 0.032, atol 0.01)*",
+            "*autocast-bf16: peak * B, eager * B; matches eager under bfloat16 autocast: *",
         ]
     )

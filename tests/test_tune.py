@@ -112,6 +112,8 @@ def test_module_and_tune_name_a_wrong_argument_before_measuring() -> None:
         tune(module, torch.randn(1, 16), kwargs=[1])  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_time_s must be a number >= 0, got True"):
         MeasureSettings(max_time_s=True)
+    with pytest.raises(ValueError, match="eager must be True or False, got 'no'"):
+        MeasureSettings(eager="no")  # type: ignore[arg-type]
 
 
 class _Wrong:
@@ -192,6 +194,16 @@ def test_tune_on_a_device_name_torch_does_not_know_says_so_first() -> None:
     module = Module(TinyMLP(), "m", strategy=OneBackendStrategy(EagerBackend()))
     with pytest.raises(ValueError, match=r"^tune\('m'\): device gpu is not one pytest-tweak"):
         tune(module, torch.randn(1, 16), device="gpu")
+
+
+def test_a_model_on_the_meta_device_is_told_how_to_materialize_it_with_or_without_device() -> None:
+    # without device= it read "device meta is not one pytest-tweak measures on" (fourteenth
+    # user trial); with device="cpu" it already said what to do
+    model = TinyMLP().to("meta")
+    module = Module(model, "m", strategy=OneBackendStrategy(EagerBackend()))
+    for device in (None, "cpu"):
+        with pytest.raises(ValueError, match=r"model's '\w+.weight' is on the meta .*to_empty"):
+            tune(module, torch.randn(1, 16), device=device)
 
 
 def test_a_model_torch_compile_compiled_already_is_refused_with_what_to_pass() -> None:
