@@ -21,6 +21,7 @@ from .counters import reset_dynamo
 from .devices import DEVICES, availability, refuse_meta
 from .measure import CaseChecks, Instruments, MeasureSettings
 from .registry import builtin_backends
+from .results import interval
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
 
@@ -133,6 +134,9 @@ class TuneResult:
         measurements: Backend name -> its `BenchmarkResult` (``median_s``, ``accuracy``, ...).
         errors: Backend name -> why it was left out.
         winner: The backend with the lowest median, which ``module`` now calls.
+
+    Two backends whose medians are within their noise can swap places between runs: `clear`
+    says whether the winner's lead over the `runner_up` is more than that.
     """
 
     module: str
@@ -145,14 +149,52 @@ class TuneResult:
         """The winner's measurement."""
         return self.measurements[self.winner.name]
 
+    @property
+    def runner_up(self) -> str | None:
+        """The next fastest backend's name; ``None`` when no other backend was timed."""
+        others = [
+            (result.median_s, name)
+            for name, result in self.measurements.items()
+            if name != self.winner.name and result.median_s is not None
+        ]
+        return min(others)[1] if others else None
+
+    @property
+    def margin_pct(self) -> float | None:
+        """How much slower the `runner_up` is, in percent of the winner's median."""
+        second = self.runner_up
+        first_s = self.best.median_s
+        if second is None or not first_s:
+            return None
+        second_s = self.measurements[second].median_s
+        return None if second_s is None else (second_s / first_s - 1.0) * 100.0
+
+    @property
+    def clear(self) -> bool | None:
+        """Whether the winner's lead is more than noise: the two medians' 95 % confidence
+        intervals do not overlap (as the plugin's tuning table judges it); ``None`` without a
+        `runner_up`."""
+        second = self.runner_up
+        first, other = self.best.timing, None if second is None else self.measurements[second]
+        if first is None or other is None or other.timing is None:
+            return None
+        return interval(first)[1] < interval(other.timing)[0]
+
     def __repr__(self) -> str:  # the measurements' outputs and samples would fill a screen
         medians = {
             name: None if result.median_s is None else f"{result.median_s * 1e6:.1f} us"
             for name, result in self.measurements.items()
         }
+        margin = self.margin_pct
+        lead = (
+            ""
+            if margin is None
+            else f", lead=+{margin:.1f}% over {self.runner_up!r}"
+            + ("" if self.clear else " (within noise)")
+        )
         return (
-            f"TuneResult({self.module!r}, winner={self.winner.name!r}, medians={medians}, "
-            f"errors={sorted(self.errors)})"
+            f"TuneResult({self.module!r}, winner={self.winner.name!r}{lead}, "
+            f"medians={medians}, errors={sorted(self.errors)})"
         )
 
 

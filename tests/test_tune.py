@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 
 import pytest
@@ -37,6 +38,31 @@ def test_best_of_measures_every_backend_and_keeps_the_fastest() -> None:
     assert result.best is result.measurements[result.winner.name]
     assert module.tune_result is result
     torch.testing.assert_close(module(x), expected)
+    # the lead, and whether it is more than noise (fourteenth user trial: a 0.4 % lead read
+    # as a win): with the same medians, wide intervals make it noise, zero-width ones do not
+    (other,) = set(medians) - {result.winner.name}
+    assert result.runner_up == other
+    assert result.margin_pct == pytest.approx(
+        (medians[other] / medians[result.winner.name] - 1) * 100
+    )
+    assert result.margin_pct is not None and result.margin_pct >= 0
+    assert f"lead=+{result.margin_pct:.1f}% over {other!r}" in repr(result)
+    wide = dataclasses.replace(result.best.timing, log_sd=1.0)
+    close = dataclasses.replace(
+        result,
+        measurements={
+            name: dataclasses.replace(m, timing=wide) for name, m in result.measurements.items()
+        },
+    )
+    assert close.clear is False and "(within noise)" in repr(close)
+    narrow = dataclasses.replace(result.best.timing, log_sd=0.0)
+    apart = {
+        name: dataclasses.replace(m, timing=dataclasses.replace(narrow, median=m.median_s))
+        for name, m in result.measurements.items()
+    }
+    assert dataclasses.replace(result, measurements=apart).clear is (
+        medians[other] != medians[result.winner.name]
+    )
 
 
 def test_one_backend_strategy_always_picks_its_backend() -> None:
@@ -45,6 +71,7 @@ def test_one_backend_strategy_always_picks_its_backend() -> None:
     result = tune(module, torch.randn(4, 16), settings=QUICK)
     assert result.winner is backend
     assert result.best.timing is not None and result.best.timing.n >= 5
+    assert result.runner_up is None and result.margin_pct is None and result.clear is None
 
 
 def test_tune_passes_keyword_inputs_to_every_call() -> None:
