@@ -96,8 +96,9 @@ def test_cuda_median_is_latency_with_device_time_beside_it(
                   f"device {device:.6f} s")
             # A VM's host speed swings up to 2x within one process (0.69 against 1.28 ms here
             # on an H100, 2026-12-07), so the wall clock taken after the case bounds the
-            # latency only loosely; the device-only figure this guards against was 0.33x.
-            assert 0.5 < result.median_s / wall < 2
+            # latency only loosely (a busy host must not flip this test): the device-only
+            # figure this guards against is ruled out by the device-time check below.
+            assert 0.25 < result.median_s / wall < 4
             assert result.median_s > 1.3 * device
             assert result.host_overhead_s > 0 and result.host_weight > 0
     """)

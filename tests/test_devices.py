@@ -49,12 +49,16 @@ def test_xpu_available_with_fake_xpu_module(monkeypatch: pytest.MonkeyPatch) -> 
     assert found.available and "1 device(s)" in found.reason
 
 
-def test_torch_without_the_device_module(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_torch_without_the_device_module_stand_in_xpu_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delattr(torch, "xpu", raising=False)
     assert availability("xpu").reason == f"torch {torch.__version__} has no torch.xpu module"
 
 
-def test_raising_is_available_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_raising_is_available_of_a_fake_xpu_module_is_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake = FakeXpuModule(available=True)
 
     def broken() -> bool:
@@ -82,8 +86,16 @@ def test_xpu_sync_goes_through_the_device_module_with_fake_xpu(
     assert fake.synced == [torch.device("xpu", 0)] * 2
 
 
-def test_cpu_sync_does_nothing() -> None:
-    make_synchronizer(torch.device("cpu"))()  # no device module call, no error
+def test_cpu_sync_does_nothing_even_with_a_broken_stand_in_device_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_call(*args: object) -> None:
+        raise AssertionError("cpu sync called torch")
+
+    monkeypatch.setattr(torch, "get_device_module", no_call)
+    monkeypatch.setattr(torch.cpu, "synchronize", no_call)
+    sync = make_synchronizer(torch.device("cpu"))
+    assert sync() is None
 
 
 def test_to_device_moves_nested_tensors_and_keeps_the_rest() -> None:

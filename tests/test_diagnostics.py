@@ -495,8 +495,10 @@ def test_the_first_case_of_a_process_does_not_pay_the_compilers_start_up(
     first, second = times["test_first[cpu-default]"], times["test_second[cpu-default]"]
     assert first["compile_cache"]["state"] == second["compile_cache"]["state"] == "hit"
     # without the warm-up, the first compile of a process took 1.0 s against the second's
-    # 0.14 s here (and ~3 s under load); with it, 0.16 s and 0.15 s
-    assert first["compile_time_s"] < 3 * second["compile_time_s"] + 0.3
+    # 0.14 s here (and ~3 s under load); with it, 0.16 s and 0.15 s. The bound is on the
+    # difference, below the 0.86 s it guards against, so a busy neighbour slowing one of two
+    # cache hits (0.13 -> 0.30 s in the fourteenth audit's loaded run) cannot flip it
+    assert first["compile_time_s"] - second["compile_time_s"] < 0.6
 
 
 QUIET_SUITE = """\

@@ -104,7 +104,7 @@ def test_accelerator_peak_with_a_stand_in_for_torch_xpu_missing_memory_stats() -
     assert peak_memory(lambda: None, torch.device("xpu"), NoStats()) is None
 
 
-def test_accelerator_reader_uses_torch_get_device_module(monkeypatch: Any) -> None:
+def test_accelerator_reader_uses_a_stand_in_get_device_module(monkeypatch: Any) -> None:
     module = StandInDeviceModule(resident=0)
     seen: list[str] = []
 
