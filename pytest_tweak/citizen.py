@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,18 +70,21 @@ def sees_own_tweak(node: pytest.Collector) -> bool:
 
 
 def uses_tweak(path: Path) -> bool:
-    """Whether the Python file at ``path`` may use pytest-tweak: a function (a test, or a
-    fixture handing ``tweak`` on) takes a ``tweak`` argument it does not parametrize itself, a
-    call names it (``usefixtures("tweak")``, ``getfixturevalue("tweak")``), or it imports
-    ``pytest_tweak``. Read and parsed, never imported: a word in a comment or docstring, or
-    another function named ``tweak``, is not a use. A file that cannot be read or parsed is
+    """Whether the Python file at ``path`` may use pytest-tweak: a test (``test*``) or a
+    fixture (one handing ``tweak`` on) takes a ``tweak`` argument it does not parametrize
+    itself, a call names it (``usefixtures("tweak")``, ``getfixturevalue("tweak")``), or it
+    imports ``pytest_tweak``; and it defines no ``tweak`` fixture of its own. Read and parsed,
+    never imported: a word in a comment or docstring, a helper's ``tweak=1.0`` argument or
+    another function named ``tweak`` is not a use. A file that cannot be read or parsed is
     left to pytest to report."""
     try:
         source = path.read_bytes()
         if _WORD.search(source) is None:  # most files of most suites: no parse
             return False
         tree = ast.parse(source)
-    except (OSError, SyntaxError, ValueError):
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    if any(_defines_tweak(node) for node in tree.body):
         return False
     return any(_is_use(node) for node in ast.walk(tree))
 
@@ -95,6 +99,8 @@ def _is_use(node: ast.AST) -> bool:
     if isinstance(node, ast.ImportFrom):
         return node.level == 0 and _is_package(node.module or "")
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if not node.name.startswith("test") and not any(map(_is_fixture, node.decorator_list)):
+            return False  # a helper's argument of that name is no fixture request
         args = node.args
         names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
         return "tweak" in names and not any(_parametrizes_tweak(d) for d in node.decorator_list)
@@ -103,13 +109,42 @@ def _is_use(node: ast.AST) -> bool:
     return False
 
 
+def _is_fixture(decorator: ast.expr) -> bool:
+    """``@pytest.fixture``, ``@pytest.fixture(...)``, ``@fixture`` (and other packages'
+    ``fixture``, pytest-asyncio's say)."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return _name(target) == "fixture"
+
+
+def _defines_tweak(node: ast.stmt) -> bool:
+    """A module-level fixture named ``tweak`` (or ``@pytest.fixture(name="tweak")``): the
+    module's tests get that one, not pytest-tweak's."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for decorator in node.decorator_list:
+        if not _is_fixture(decorator):
+            continue
+        named = [
+            k.value.value
+            for k in getattr(decorator, "keywords", ())
+            if k.arg == "name" and isinstance(k.value, ast.Constant)
+        ]
+        if (named[0] if named else node.name) == "tweak":
+            return True
+    return False
+
+
 def _is_package(module: str) -> bool:
     return module == "pytest_tweak" or module.startswith("pytest_tweak.")
 
 
 def _called(call: ast.Call) -> str | None:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    return _name(call.func)
+
+
+def _name(expr: ast.expr) -> str | None:
+    """``fixture`` of ``pytest.fixture`` or of ``fixture``."""
+    return expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", None)
 
 
 def _parametrizes_tweak(decorator: ast.AST) -> bool:
@@ -226,20 +261,24 @@ class DeviceMarkers:
             self.register()
 
 
-def ini_keys(config: pytest.Config) -> list[str]:
-    """The keys the ini file sets that no plugin or conftest registered (``config.getini``
-    rejects only those): a suite's own ``tweak_*`` key is its business. pytest 9 deprecated
-    ``Config.inicfg`` (it warns, which is an error under ``-W error``) and offers no public way
-    to list the keys; pytest 8 has no ``_inicfg``."""
+def ini_keys(config: pytest.Config, unknown: Callable[[str], bool]) -> list[str]:
+    """The keys the ini file sets that ``unknown`` picks (pytest-tweak's test: a ``tweak_*``
+    key that is none of its options) and that no plugin or conftest registered: a suite's own
+    ``tweak_*`` key is its business. pytest 9 deprecated ``Config.inicfg`` (it warns, which is
+    an error under ``-W error``) and offers no public way to list the keys; pytest 8 has no
+    ``_inicfg``."""
     found = getattr(config, "_inicfg", None)
     if found is None:
         found = config.inicfg
-    return [key for key in found if not _registered(config, key)]
+    return [key for key in found if unknown(key) and not _registered(config, key)]
 
 
 def _registered(config: pytest.Config, key: str) -> bool:
+    """Whether a plugin or conftest registered ``key`` (``config.getini`` knows it)."""
     try:
         config.getini(key)
     except ValueError:  # "unknown configuration value"
         return False
+    except pytest.UsageError:  # registered, with a value its type refuses: the suite's to say
+        pass
     return True

@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["append_text", "read_only_reason", "remove_stale_temps", "write_atomic"]
+__all__ = ["append_text", "read_only_reason", "remove_stale_temps", "same_file", "write_atomic"]
 
 
 def write_atomic(path: Path, text: str, *, keep_mode: bool = False) -> None:
@@ -66,6 +66,14 @@ def remove_stale_temps(path: Path) -> None:
     for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         with contextlib.suppress(OSError):
             temp.unlink()
+
+
+def same_file(path: Path, other: str) -> bool:
+    """Whether ``path`` and the path ``other`` name the same file (resolved: links, ``..``)."""
+    try:
+        return path.resolve() == Path(other).resolve()
+    except OSError:  # a loop of links: not the same as far as this is concerned
+        return False
 
 
 def append_text(path: Path, text: str) -> None:

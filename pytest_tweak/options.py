@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .devices import DEVICES, parse_device
-from .files import read_only_reason
+from .files import read_only_reason, same_file
 from .fingerprint import POLICIES
 from .measure import CaseChecks, MeasureSettings
 from .verdict import (
@@ -63,6 +63,7 @@ __all__ = [
     "resolve_options",
     "step_summary_problem",
     "unknown_ini_keys",
+    "unknown_tweak_key",
 ]
 
 #: Smallest slow-down that counts, in percent, per device type; measured in
@@ -730,10 +731,12 @@ def _unwritable(path: Path, example: str) -> str | None:
     return None
 
 
-def step_summary_problem(value: str) -> str | None:
+def step_summary_problem(value: str, markdown_path: Path | None = None) -> str | None:
     """Why ``$GITHUB_STEP_SUMMARY`` (``value``; empty when unset) cannot take the markdown
-    report, or ``None``: checked when a run selects a case, not after its last one."""
-    if not value:
+    report, or ``None``: checked when a run selects a case, not after its last one. None too
+    when ``--tweak-markdown`` (``markdown_path``) names that file: the report is written there,
+    its folders created, and not appended."""
+    if not value or (markdown_path is not None and same_file(markdown_path, value)):
         return None
     path = Path(value)
     problem = _unwritable(path, "summary.md")
@@ -797,6 +800,11 @@ def option_warnings(raw: Raw) -> list[str]:
     return warnings
 
 
+def unknown_tweak_key(key: str) -> bool:
+    """Whether ``key`` is a ``tweak_*`` ini key that is no option's ini twin."""
+    return key.startswith("tweak_") and key not in {option.dest for option in OPTIONS}
+
+
 def unknown_ini_keys(keys: Iterable[str]) -> list[str]:
     """A warning for each ``tweak_*`` key in ``keys`` (the ini file's) that is no option's
     ini twin, naming the key it resembles: such a key is not applied, and pytest's own
@@ -804,7 +812,7 @@ def unknown_ini_keys(keys: Iterable[str]) -> list[str]:
     known = [option.dest for option in OPTIONS]
     warnings = []
     for key in sorted(keys):
-        if key.startswith("tweak_") and key not in known:
+        if unknown_tweak_key(key):
             close = difflib.get_close_matches(key, known, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
             warnings.append(

@@ -43,8 +43,8 @@ from .options import (
     benchmarks_disabled,
     option_warnings,
     resolve_options,
-    step_summary_problem,
     unknown_ini_keys,
+    unknown_tweak_key,
 )
 from .registry import BackendRegistry, BackendSpec, RegistryError
 from .reports import write_reports
@@ -161,7 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
         markers.register()  # when it collects a file that uses tweak
     register_tweak_markers(config)
     raw = _raw(config)
-    for warning in unknown_ini_keys(ini_keys(config)) + option_warnings(raw):
+    for warning in unknown_ini_keys(ini_keys(config, unknown_tweak_key)) + option_warnings(raw):
         config.issue_config_time_warning(TweakWarning(warning), stacklevel=2)
     try:
         options = resolve_options(raw)
@@ -299,7 +299,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         except BaselineError as exc:
             problem = f"{exc}. Fix or remove the file (it is left as it is)."
         state.note_missing_devices(cases)
-        problem = problem or step_summary_problem(os.environ.get("GITHUB_STEP_SUMMARY", ""))
+        problem = problem or state.summary_problem(cases, os.getenv("GITHUB_STEP_SUMMARY", ""))
     fingerprint = base_fingerprint(state.options.devices, state.options.settings.cpu_threads)
     problem = problem or hook_problem(config.hook.pytest_tweak_fingerprint, config, fingerprint)
     if problem is not None:

@@ -42,6 +42,7 @@ __all__ = [
     "baseline_entry",
     "interval",
     "junit_properties",
+    "lead",
     "run_record",
     "suite_tuning",
 ]
@@ -72,6 +73,13 @@ def interval(summary: Summary) -> tuple[float, float]:
     """The 95 % confidence interval of ``summary``'s median (from its ``log_sd``)."""
     spread = math.exp(_Z95 * summary.log_sd)
     return summary.median / spread, summary.median * spread
+
+
+def lead(first: Summary, second: Summary) -> tuple[float, bool]:
+    """How much slower ``second`` is than ``first``, in percent of ``first``'s median, and
+    whether that is more than noise: the two medians' 95 % intervals do not overlap."""
+    margin = (second.median / first.median - 1.0) * 100.0
+    return margin, interval(first)[1] < interval(second)[0]
 
 
 @dataclass
@@ -596,8 +604,7 @@ def suite_tuning(cases: Iterable[CaseResult]) -> list[TuneRow]:
         margin = clear = None
         first, second = figure(best), None if runner_up is None else figure(runner_up)
         if first is not None and second is not None:
-            margin = (second.median / first.median - 1.0) * 100.0
-            clear = interval(first)[1] < interval(second)[0]
+            margin, clear = lead(first, second)
         basis = "normalized" if normalized else "latency"
         rows.append(TuneRow(test, device, best, runner_up, margin, bool(clear), len(ranked), basis))
     return rows

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .baselines import BaselineEntry, RunRecord, read_baselines, save_baselines
 from .collect import CollectedTests
 from .measure import Instruments
-from .options import TweakOptions
+from .options import TweakOptions, step_summary_problem
 from .results import CaseRecord, CaseResult, baseline_entry, run_record
 from .verdict import Limits, baseline_too_noisy, case_failures
 
@@ -121,6 +121,14 @@ class RunState:
             if reason is not None:
                 _, count = self.missing_devices.get(case.device, (reason, 0))
                 self.missing_devices[case.device] = (reason, count + 1)
+
+    def summary_problem(self, cases: Sequence[Any], summary: str) -> str | None:
+        """Why the markdown report could not be appended to ``summary`` (the value of
+        ``$GITHUB_STEP_SUMMARY``) at the end of a run of these collected ``cases``, or
+        ``None``; ``None`` too when none of them can run here (nothing is appended then)."""
+        if not any(case is not None and case.unavailable is None for case in cases):
+            return None
+        return step_summary_problem(summary, self.options.markdown_path)
 
     def missing_device_failure(self) -> str | None:
         """Why the run fails for a device asked for by name that no case could use; ``None``

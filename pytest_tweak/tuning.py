@@ -21,7 +21,7 @@ from .counters import reset_dynamo
 from .devices import DEVICES, availability, refuse_meta
 from .measure import CaseChecks, Instruments, MeasureSettings
 from .registry import builtin_backends
-from .results import interval
+from .results import lead
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
 
@@ -162,23 +162,22 @@ class TuneResult:
     @property
     def margin_pct(self) -> float | None:
         """How much slower the `runner_up` is, in percent of the winner's median."""
-        second = self.runner_up
-        first_s = self.best.median_s
-        if second is None or not first_s:
-            return None
-        second_s = self.measurements[second].median_s
-        return None if second_s is None else (second_s / first_s - 1.0) * 100.0
+        found = self._lead()
+        return None if found is None else found[0]
 
     @property
     def clear(self) -> bool | None:
         """Whether the winner's lead is more than noise: the two medians' 95 % confidence
-        intervals do not overlap (as the plugin's tuning table judges it); ``None`` without a
+        intervals do not overlap (the plugin's tuning table's rule); ``None`` without a
         `runner_up`."""
+        found = self._lead()
+        return None if found is None else found[1]
+
+    def _lead(self) -> tuple[float, bool] | None:
         second = self.runner_up
-        first, other = self.best.timing, None if second is None else self.measurements[second]
-        if first is None or other is None or other.timing is None:
-            return None
-        return interval(first)[1] < interval(other.timing)[0]
+        first = self.best.timing
+        other = None if second is None else self.measurements[second].timing
+        return None if first is None or other is None else lead(first, other)
 
     def __repr__(self) -> str:  # the measurements' outputs and samples would fill a screen
         medians = {

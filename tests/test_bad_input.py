@@ -197,6 +197,23 @@ def test_a_tweak_ini_key_the_suite_registers_itself_is_left_alone(
     assert "tweak_factor" not in result.stdout.str() + result.stderr.str()
 
 
+def test_an_ini_value_pytest_tweak_does_not_read_stops_nothing_it_would_not(
+    pytester: pytest.Pytester,
+) -> None:
+    # review of the fix above: reading every key to tell the suite's own stopped a run on a
+    # bad value of a key pytest reads only later (or never), without naming it
+    pytester.makeconftest("""
+        def pytest_addoption(parser):
+            parser.addini("tweak_count", "the suite's own number", type="int")
+    """)
+    pytester.makeini("[pytest]\nxfail_strict = maybe\ntweak_count = many\n")
+    pytester.makepyfile("def test_x(): pass")
+    with_tweak = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    without = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:tweak")
+    assert with_tweak.ret == without.ret == pytest.ExitCode.OK
+    with_tweak.assert_outcomes(passed=1)
+
+
 def test_save_with_fast_warns_that_the_baseline_is_a_quick_look(
     pytester: pytest.Pytester, run_suite
 ) -> None:

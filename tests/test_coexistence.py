@@ -11,8 +11,11 @@ under ``--strict-markers -W error``.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+
+from pytest_tweak.citizen import uses_tweak
 
 OTHER_CONFTEST = """
 import pytest
@@ -160,6 +163,72 @@ def test_a_file_beside_one_that_uses_tweak_keeps_its_marker_rules(
     # collected, the file that uses tweak registers them for the whole session
     both = pytester.runpytest_subprocess(*STRICT, "--collect-only", "-q")
     assert both.ret == pytest.ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("source", "uses"),
+    [
+        pytest.param("def test_x(tweak): pass", True, id="test-argument"),
+        pytest.param("async def test_x(tweak): pass", True, id="async-test"),
+        pytest.param("class TestA:\n    def test_x(self, tweak): pass", True, id="method"),
+        pytest.param(
+            "import pytest\n@pytest.fixture\ndef perf(tweak):\n    return tweak",
+            True,
+            id="fixture-handing-it-on",
+        ),
+        pytest.param(
+            "import pytest\npytestmark = [pytest.mark.usefixtures('tweak')]", True, id="pytestmark"
+        ),
+        pytest.param(
+            "import pytest\n@pytest.mark.usefixtures('tweak')\nclass TestA: pass",
+            True,
+            id="class-usefixtures",
+        ),
+        pytest.param(
+            "def test_x(request):\n    request.getfixturevalue('tweak')", True, id="getfixturevalue"
+        ),
+        pytest.param("from pytest_tweak import tune", True, id="from-import"),
+        pytest.param("import pytest_tweak.accuracy", True, id="import"),
+        pytest.param("# -*- coding: latin-1 -*-\ndef test_x(tweak): pass", True, id="cookie"),
+        pytest.param("# we tweak the tolerance\ndef test_x(): pass", False, id="comment"),
+        pytest.param('"""Tests that tweak nothing."""', False, id="docstring"),
+        pytest.param("def tweak(x):\n    return x", False, id="function-named-tweak"),
+        pytest.param("def scale(x, tweak=1.0):\n    return x * tweak", False, id="helper-arg"),
+        pytest.param(
+            "import pytest\n@pytest.mark.parametrize(('a', 'tweak'), [(1, 2)])\n"
+            "def test_x(a, tweak): pass",
+            False,
+            id="parametrized-tuple",
+        ),
+        pytest.param(
+            "import pytest\n@pytest.mark.parametrize(argnames='tweak', argvalues=[1])\n"
+            "def test_x(tweak): pass",
+            False,
+            id="parametrized-keyword",
+        ),
+        pytest.param(
+            "import pytest\n@pytest.fixture\ndef tweak():\n    return 1\n\ndef test_x(tweak): pass",
+            False,
+            id="own-fixture",
+        ),
+        pytest.param(
+            "import pytest\n@pytest.fixture(name='tweak')\ndef knob():\n    return 1\n\n"
+            "def test_x(tweak): pass",
+            False,
+            id="own-fixture-by-name",
+        ),
+        pytest.param("def test_x(tweak) pass", False, id="syntax-error"),
+        pytest.param("# tweak\nX = " + "+".join(["1"] * 200_000), False, id="too-deep-to-parse"),
+    ],
+)
+def test_what_counts_as_a_use_of_tweak(tmp_path: Path, source: str, uses: bool) -> None:
+    """`uses_tweak` reads a module's source (never imports it) to register the device markers
+    before a module that uses ``tweak`` is imported (fourteenth session's review: the
+    positive cases were untested, a helper's argument counted, a file too deep to parse
+    stopped the run with an INTERNALERROR)."""
+    path = tmp_path / "test_mod.py"
+    path.write_text(source + "\n", encoding="latin-1")
+    assert uses_tweak(path) is uses
 
 
 def test_the_word_tweak_in_a_suite_that_never_uses_it_registers_no_marker(

@@ -194,6 +194,8 @@ def test_a_step_summary_that_cannot_be_appended_to_is_named_with_the_fix(tmp_pat
     summary.chmod(0o444)
     problem = step_summary_problem(str(summary))
     assert problem is not None and ": the file is read-only (mode 0444)" in problem
+    # --tweak-markdown naming the file itself: written there (folders made), not appended
+    assert step_summary_problem(str(missing), markdown_path=missing) is None
 
 
 def test_saving_over_a_read_only_baseline_file_stops_the_run(tmp_path: Path) -> None:

@@ -720,6 +720,9 @@ def test_an_unwritable_step_summary_stops_a_tweak_run_before_its_first_case(
     )
     assert "passed" not in result.stdout.str()  # stopped before a case ran
     run_suite("test_plain.py").assert_outcomes(passed=1)  # a suite without tweak: not its business
+    # no case can run here, so nothing would be appended: no reason to stop
+    skipped = run_suite("test_suite.py", "--tweak-device=xpu", "--tweak-allow-missing-device")
+    skipped.assert_outcomes(skipped=3)
 
 
 def test_a_run_writes_every_report(

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..files import append_text, write_atomic
+from ..files import append_text, same_file, write_atomic
 from ..options import TweakOptions
 from ..results import CaseResult, suite_tuning
 from .html import html_report
@@ -70,7 +70,7 @@ def write_reports(
         os.environ.get("GITHUB_STEP_SUMMARY", "") if step_summary is None else step_summary
     )
     # a --tweak-markdown naming the summary file itself has put the report there already
-    markdown_there = options.markdown_path is not None and _same_file(
+    markdown_there = options.markdown_path is not None and same_file(
         options.markdown_path, summary_file
     )
     if summary_file and cases and not markdown_there:
@@ -81,10 +81,3 @@ def write_reports(
                 (False, f"markdown not appended to $GITHUB_STEP_SUMMARY {summary_file}: {exc}")
             )
     return done
-
-
-def _same_file(path: Path, other: str) -> bool:
-    try:
-        return path.resolve() == Path(other).resolve()
-    except OSError:  # a loop of links: not the same as far as this is concerned
-        return False
