@@ -15,12 +15,7 @@ import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from .hookspec import implementers
-
-if TYPE_CHECKING:
-    from pluggy import HookCaller
+from typing import Any
 
 __all__ = [
     "POLICIES",
@@ -30,7 +25,6 @@ __all__ = [
     "base_fingerprint",
     "check_fingerprint",
     "differences",
-    "hook_problem",
     "render_fingerprint",
 ]
 
@@ -94,21 +88,6 @@ def check_fingerprint(fingerprint: object) -> str | None:
         except (TypeError, ValueError) as exc:
             return f"fingerprint field {key!r} = {value!r} is not JSON data ({exc})"
     return None
-
-
-def hook_problem(hook: HookCaller, config: Any, fingerprint: dict[str, Any]) -> str | None:
-    """Let the plugins add their fields to ``fingerprint`` (``hook``, the
-    ``pytest_tweak_fingerprint`` caller); what went wrong, naming them, or ``None``."""
-    try:
-        returned = [r for r in hook(config=config, fingerprint=fingerprint) if r is not None]
-        problem = check_fingerprint(fingerprint)
-    except Exception as exc:  # a plugin's bug: a usage error naming it, not an INTERNALERROR
-        returned, problem = [], f"raised {type(exc).__name__}: {exc}"
-    if returned:
-        problem = f"returned {returned[0]!r}; change the fingerprint dict in place and return None"
-    if problem is None:
-        return None
-    return f"pytest_tweak_fingerprint: {problem} (implemented by: {implementers(hook)})"
 
 
 def as_stored(fingerprint: Mapping[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,9 @@ implementations ``@pytest.hookimpl(optionalhook=True)``.
 
 pytest-tweak's defaults are implementations of these hooks too (``trylast`` where they
 provide a value), so a plugin's implementation runs before them and can override them.
-`implementers` names the plugins behind a hook in pytest-tweak's messages.
+`implementers` names the plugins behind a hook in pytest-tweak's messages;
+`fingerprint_problem` calls ``pytest_tweak_fingerprint`` and says what its implementations
+did wrong.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from .fingerprint import check_fingerprint
 
 if TYPE_CHECKING:
     from pluggy import HookCaller
@@ -41,6 +45,21 @@ def implementers(hook: HookCaller) -> str:
     own = sys.modules.get(_OWN_IMPLEMENTATIONS)
     names = [impl.plugin_name for impl in hook.get_hookimpls() if impl.plugin is not own]
     return ", ".join(reversed(names)) or "pytest-tweak only"
+
+
+def fingerprint_problem(hook: HookCaller, config: Any, fingerprint: dict[str, Any]) -> str | None:
+    """Let the plugins add their fields to ``fingerprint`` (``hook``, the
+    ``pytest_tweak_fingerprint`` caller); what went wrong, naming them, or ``None``."""
+    try:
+        returned = [r for r in hook(config=config, fingerprint=fingerprint) if r is not None]
+        problem = check_fingerprint(fingerprint)
+    except Exception as exc:  # a plugin's bug: a usage error naming it, not an INTERNALERROR
+        returned, problem = [], f"raised {type(exc).__name__}: {exc}"
+    if returned:
+        problem = f"returned {returned[0]!r}; change the fingerprint dict in place and return None"
+    if problem is None:
+        return None
+    return f"pytest_tweak_fingerprint: {problem} (implemented by: {implementers(hook)})"
 
 
 @pytest.hookspec()

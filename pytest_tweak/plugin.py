@@ -35,7 +35,7 @@ from .collect import (
     selects_tweak,
 )
 from .fingerprint import as_stored, differences, render_fingerprint
-from .hookspec import implementers
+from .hookspec import fingerprint_problem, implementers
 from .options import (
     OPTIONS,
     OptionError,
@@ -288,7 +288,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     cases = [case_of(item) for item in session.items]
     if not any(selects_tweak(item) for item in session.items):
         return
-    from .fingerprint import base_fingerprint, hook_problem
+    from .fingerprint import base_fingerprint
 
     config = session.config
     state = config.stash[_STATE_KEY]
@@ -301,7 +301,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         state.note_missing_devices(cases)
         problem = problem or state.summary_problem(cases, os.getenv("GITHUB_STEP_SUMMARY", ""))
     fingerprint = base_fingerprint(state.options.devices, state.options.settings.cpu_threads)
-    problem = problem or hook_problem(config.hook.pytest_tweak_fingerprint, config, fingerprint)
+    hook = config.hook.pytest_tweak_fingerprint
+    problem = problem or fingerprint_problem(hook, config, fingerprint)
     if problem is not None:
         state.usage_error = f"pytest-tweak: {problem}"  # a worker sends it to the controller
         raise pytest.UsageError(state.usage_error)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .baselines import BaselineEntry, RunRecord
 from .formatting import geometric_mean
-from .stats import Summary
+from .stats import Summary, interval, lead
 from .verdict import Change, Status, Verdict
 
 if TYPE_CHECKING:  # torch is imported only once a case runs
@@ -40,9 +40,7 @@ __all__ = [
     "TuneRow",
     "base_nodeid",
     "baseline_entry",
-    "interval",
     "junit_properties",
-    "lead",
     "run_record",
     "suite_tuning",
 ]
@@ -53,8 +51,6 @@ SCHEMA_VERSION = 2
 #: pytest serializes every attribute of a report for pytest-xdist
 #: (``pytest_report_to_serializable``) and restores it on the controller.
 REPORT_ATTRIBUTE = "tweak_case"
-#: Two-sided 95 %, as `pytest_tweak.stats` uses for a median's interval.
-_Z95 = 1.959963984540054
 
 
 def base_nodeid(nodeid: str, case_id: str | None = None) -> str:
@@ -67,19 +63,6 @@ def base_nodeid(nodeid: str, case_id: str | None = None) -> str:
     params = params[:-1] if params.endswith("]") else params
     parts = f"-{params}-".replace(f"-{case_id}-", "-", 1).strip("-")
     return f"{name}[{parts}]" if parts else name
-
-
-def interval(summary: Summary) -> tuple[float, float]:
-    """The 95 % confidence interval of ``summary``'s median (from its ``log_sd``)."""
-    spread = math.exp(_Z95 * summary.log_sd)
-    return summary.median / spread, summary.median * spread
-
-
-def lead(first: Summary, second: Summary) -> tuple[float, bool]:
-    """How much slower ``second`` is than ``first``, in percent of ``first``'s median, and
-    whether that is more than noise: the two medians' 95 % intervals do not overlap."""
-    margin = (second.median / first.median - 1.0) * 100.0
-    return margin, interval(first)[1] < interval(second)[0]
 
 
 @dataclass

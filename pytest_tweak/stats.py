@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-__all__ = ["Summary", "chi2_quantile", "median_ci", "normal_quantile", "t_quantile"]
+__all__ = [
+    "Summary",
+    "chi2_quantile",
+    "interval",
+    "lead",
+    "median_ci",
+    "normal_quantile",
+    "t_quantile",
+]
 
 #: Two-sided 95 %: the interval used to estimate the spread of a run's median.
 _Z95 = 1.959963984540054
@@ -200,3 +208,16 @@ class Summary:
 
 def _is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def interval(summary: Summary) -> tuple[float, float]:
+    """The 95 % confidence interval of ``summary``'s median (from its ``log_sd``)."""
+    spread = math.exp(_Z95 * summary.log_sd)
+    return summary.median / spread, summary.median * spread
+
+
+def lead(first: Summary, second: Summary) -> tuple[float, bool]:
+    """How much slower ``second`` is than ``first``, in percent of ``first``'s median, and
+    whether that is more than noise: the two medians' 95 % intervals do not overlap."""
+    margin = (second.median / first.median - 1.0) * 100.0
+    return margin, interval(first)[1] < interval(second)[0]

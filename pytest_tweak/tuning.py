@@ -21,7 +21,7 @@ from .counters import reset_dynamo
 from .devices import DEVICES, availability, refuse_meta
 from .measure import CaseChecks, Instruments, MeasureSettings
 from .registry import builtin_backends
-from .results import lead
+from .stats import lead
 
 __all__ = ["BestOfStrategy", "Module", "OneBackendStrategy", "TuneResult", "tune"]
 

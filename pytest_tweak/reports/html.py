@@ -15,7 +15,8 @@ from html import escape
 from typing import Any
 
 from ..formatting import format_bytes, format_seconds
-from ..results import CaseResult, TuneRow, interval, suite_tuning
+from ..results import CaseResult, TuneRow, suite_tuning
+from ..stats import interval
 from .text import (
     break_text,
     case_reasons,
