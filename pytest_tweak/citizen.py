@@ -16,8 +16,9 @@ Nor, since pytest 9 deprecated ``Config.inicfg``, for "which keys does the ini f
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +70,15 @@ def sees_own_tweak(node: pytest.Collector) -> bool:
     return bool(fixturedefs) and _is_ours(fixturedefs[-1])
 
 
-def uses_tweak(path: Path) -> bool:
-    """Whether the Python file at ``path`` may use pytest-tweak: a test (``test*``) or a
-    fixture (one handing ``tweak`` on) takes a ``tweak`` argument it does not parametrize
-    itself, a call names it (``usefixtures("tweak")``, ``getfixturevalue("tweak")``), or it
-    imports ``pytest_tweak``; and it defines no ``tweak`` fixture of its own. Read and parsed,
-    never imported: a word in a comment or docstring, a helper's ``tweak=1.0`` argument or
-    another function named ``tweak`` is not a use. A file that cannot be read or parsed is
-    left to pytest to report."""
+def uses_tweak(path: Path, tests: Sequence[str] = ("test",)) -> bool:
+    """Whether the Python file at ``path`` may use pytest-tweak: a test (a function whose
+    name matches ``tests``, pytest's ``python_functions`` prefixes and globs) or a fixture
+    (one handing ``tweak`` on) takes a ``tweak`` argument it does not parametrize itself, a
+    call names it (``usefixtures("tweak")``, ``getfixturevalue("tweak")``), or it imports
+    ``pytest_tweak``; and it defines no ``tweak`` fixture of its own. Read and parsed, never
+    imported: a word in a comment or docstring, a helper's ``tweak=1.0`` argument or another
+    function named ``tweak`` is not a use. A file that cannot be read or parsed is left to
+    pytest to report."""
     try:
         source = path.read_bytes()
         if _WORD.search(source) is None:  # most files of most suites: no parse
@@ -86,20 +88,20 @@ def uses_tweak(path: Path) -> bool:
         return False
     if any(_defines_tweak(node) for node in tree.body):
         return False
-    return any(_is_use(node) for node in ast.walk(tree))
+    return any(_is_use(node, tests) for node in ast.walk(tree))
 
 
 #: Where the file has neither word, it cannot use pytest-tweak.
 _WORD = re.compile(rb"\btweak\b|\bpytest_tweak\b")
 
 
-def _is_use(node: ast.AST) -> bool:
+def _is_use(node: ast.AST, tests: Sequence[str]) -> bool:
     if isinstance(node, ast.Import):
         return any(_is_package(alias.name) for alias in node.names)
     if isinstance(node, ast.ImportFrom):
         return node.level == 0 and _is_package(node.module or "")
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if not node.name.startswith("test") and not any(map(_is_fixture, node.decorator_list)):
+        if not _is_test(node.name, tests) and not any(map(_is_fixture, node.decorator_list)):
             return False  # a helper's argument of that name is no fixture request
         args = node.args
         names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
@@ -107,6 +109,15 @@ def _is_use(node: ast.AST) -> bool:
     if isinstance(node, ast.Call) and _called(node) in ("usefixtures", "getfixturevalue"):
         return any(isinstance(a, ast.Constant) and a.value == "tweak" for a in node.args)
     return False
+
+
+def _is_test(name: str, tests: Sequence[str]) -> bool:
+    """Whether pytest collects a function of this name as a test (``python_functions``: a
+    prefix, or a glob where the pattern has one)."""
+    return any(
+        name.startswith(p) or (any(c in p for c in "*?[") and fnmatch.fnmatch(name, p))
+        for p in tests
+    )
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
@@ -163,7 +174,9 @@ def _parametrizes_tweak(decorator: ast.AST) -> bool:
     return "tweak" in names
 
 
-def conftest_uses_tweak(module: Path, root: Path, seen: dict[Path, bool]) -> bool:
+def conftest_uses_tweak(
+    module: Path, root: Path, seen: dict[Path, bool], tests: Sequence[str] = ("test",)
+) -> bool:
     """Whether a ``conftest.py`` that applies to the test ``module`` (in its folder or one
     above, up to ``root``) uses ``tweak`` (`uses_tweak`): a suite that hands tests the
     ``tweak`` fixture through its own fixture. ``seen`` caches the answer per ``conftest.py``."""
@@ -171,7 +184,7 @@ def conftest_uses_tweak(module: Path, root: Path, seen: dict[Path, bool]) -> boo
     while True:
         conftest = folder / "conftest.py"
         if conftest not in seen:
-            seen[conftest] = conftest.is_file() and uses_tweak(conftest)
+            seen[conftest] = conftest.is_file() and uses_tweak(conftest, tests)
         if seen[conftest]:
             return True
         if folder == root or folder.parent == folder or root not in folder.parents:
@@ -255,8 +268,9 @@ class DeviceMarkers:
         if self.registered:
             return
         path, root = module.path, self._config.rootpath
+        tests = tuple(self._config.getini("python_functions"))
         if (
-            uses_tweak(path) or conftest_uses_tweak(path, root, self._conftests)
+            uses_tweak(path, tests) or conftest_uses_tweak(path, root, self._conftests, tests)
         ) and sees_own_tweak(module):
             self.register()
 

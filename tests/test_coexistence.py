@@ -231,6 +231,15 @@ def test_what_counts_as_a_use_of_tweak(tmp_path: Path, source: str, uses: bool) 
     assert uses_tweak(path) is uses
 
 
+def test_a_suite_that_names_its_tests_otherwise_is_read_by_its_own_python_functions(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "check_mod.py"
+    path.write_text("def check_speed(tweak): pass\n")
+    assert not uses_tweak(path)  # pytest's default: only test* functions are tests
+    assert uses_tweak(path, ("check",)) and uses_tweak(path, ("*_speed",))
+
+
 def test_the_word_tweak_in_a_suite_that_never_uses_it_registers_no_marker(
     pytester: pytest.Pytester,
 ) -> None:
