@@ -172,7 +172,28 @@ def failure_message(
     if verdict.problems or verdict.status is Status.INCONCLUSIVE:
         again = resave_command(nodeid, root=root, flags=flags)
         lines.append(f"If the change is intended, record this case anew: {again}.")
+        lines += _after_resave(verdict)
     return "\n".join(lines)
+
+
+def _after_resave(verdict: Verdict) -> list[str]:
+    """What the record-anew command leaves to do (fifteenth user trial: the save replaced a
+    five-run entry by one run, so the next runs were inconclusive; and a test asserting its
+    own graph breaks failed, so the save refused it)."""
+    lines = []
+    counted = [k for k in verdict.problem_kinds if k in ("graph breaks", "recompiles")]
+    if counted:
+        lines.append(
+            f"  A test that asserts its own {' or '.join(counted)} (`assert "
+            "result.graph_breaks == 0`) fails, and is not saved, until that assert changes too."
+        )
+    runs = verdict.change.runs if verdict.change is not None else 1
+    if runs > 1:
+        lines.append(
+            f"  Then run it {runs - 1} more time(s) with --tweak-append added, so that the "
+            f"entry has {runs} runs again: one run gates only changes larger than its noise."
+        )
+    return lines
 
 
 def _headline(verdict: Verdict, judging: Judging) -> str:
@@ -180,8 +201,11 @@ def _headline(verdict: Verdict, judging: Judging) -> str:
     main figure (the test id is on that line already)."""
     change = verdict.change
     shown = 1  # of the failures and problems listed below
+    counts = [p for p in verdict.problems if p.startswith(("graph breaks", "recompiles"))]
     if verdict.failures:
         word, first = "failed, whatever its speed", verdict.failures[0]
+    elif counts:  # the cause leads the time it costs (a short summary shows this line only)
+        word, first = "regressed", counts[0]
     elif change is not None and change.status is Status.REGRESSED:
         word, first = "regressed", _change_figure(change, judging)
     elif verdict.problems:  # regressed in its counts, compile time or memory

@@ -273,10 +273,30 @@ def test_a_failures_first_line_leads_with_the_verdict_and_its_figure() -> None:
         problems=("time: ...", "graph breaks 1 vs baseline 0 (+1)"),
     )
     lines = failure_message(slow, "b.json", judging).splitlines()
-    assert (
-        lines[0] == "regressed: time +50.0% ±3.0% (threshold 5%) (and 1 more below) [pytest-tweak]"
+    # a graph break leads the time it costs (fifteenth user trial: the headline read "slower")
+    assert lines[0] == (
+        "regressed: graph breaks 1 vs baseline 0 (+1) (and 1 more below) [pytest-tweak]"
     )
     assert lines[1] == f"pytest-tweak: {slow.nodeid} regressed against b.json:"
+    assert lines[-1].startswith("  A test that asserts its own graph breaks (`assert result.")
+    only_time = dataclasses.replace(
+        slow, verdict=dataclasses.replace(slow.verdict, problems=("time: ...",))
+    )
+    first = failure_message(only_time, "b.json", judging).splitlines()[0]
+    assert first == "regressed: time +50.0% ±3.0% (threshold 5%) [pytest-tweak]"
+    # the record-anew command replaces a five-run entry by one run: say to add the others
+    assert slow.verdict.change is not None
+    five = dataclasses.replace(
+        only_time,
+        verdict=dataclasses.replace(
+            only_time.verdict, change=dataclasses.replace(slow.verdict.change, runs=5)
+        ),
+    )
+    last = failure_message(five, "b.json", judging).splitlines()[-1]
+    assert last == (
+        "  Then run it 4 more time(s) with --tweak-append added, so that the entry has 5 runs "
+        "again: one run gates only changes larger than its noise."
+    )
     limited = dataclasses.replace(
         slow, verdict=Verdict(Status.NEW, failures=("graph breaks 1 exceed the limit 0",))
     )
