@@ -16,9 +16,8 @@ Nor, since pytest 9 deprecated ``Config.inicfg``, for "which keys does the ini f
 from __future__ import annotations
 
 import ast
-import fnmatch
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +69,14 @@ def sees_own_tweak(node: pytest.Collector) -> bool:
     return bool(fixturedefs) and _is_ours(fixturedefs[-1])
 
 
-def uses_tweak(path: Path, tests: Sequence[str] = ("test",)) -> bool:
+def _test_prefix(name: str) -> bool:
+    """pytest's default ``python_functions``: ``test`` as a prefix."""
+    return name.startswith("test")
+
+
+def uses_tweak(path: Path, is_test: Callable[[str], bool] = _test_prefix) -> bool:
     """Whether the Python file at ``path`` may use pytest-tweak: a test (a function whose
-    name matches ``tests``, pytest's ``python_functions`` prefixes and globs) or a fixture
+    name ``is_test`` accepts: pytest's own ``funcnamefilter`` of the module) or a fixture
     (one handing ``tweak`` on) takes a ``tweak`` argument it does not parametrize itself, a
     call names it (``usefixtures("tweak")``, ``getfixturevalue("tweak")``), or it imports
     ``pytest_tweak``; and it defines no ``tweak`` fixture of its own. Read and parsed, never
@@ -88,20 +92,20 @@ def uses_tweak(path: Path, tests: Sequence[str] = ("test",)) -> bool:
         return False
     if any(_defines_tweak(node) for node in tree.body):
         return False
-    return any(_is_use(node, tests) for node in ast.walk(tree))
+    return any(_is_use(node, is_test) for node in ast.walk(tree))
 
 
 #: Where the file has neither word, it cannot use pytest-tweak.
 _WORD = re.compile(rb"\btweak\b|\bpytest_tweak\b")
 
 
-def _is_use(node: ast.AST, tests: Sequence[str]) -> bool:
+def _is_use(node: ast.AST, is_test: Callable[[str], bool]) -> bool:
     if isinstance(node, ast.Import):
         return any(_is_package(alias.name) for alias in node.names)
     if isinstance(node, ast.ImportFrom):
         return node.level == 0 and _is_package(node.module or "")
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if not _is_test(node.name, tests) and not any(map(_is_fixture, node.decorator_list)):
+        if not is_test(node.name) and not any(map(_is_fixture, node.decorator_list)):
             return False  # a helper's argument of that name is no fixture request
         args = node.args
         names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
@@ -109,15 +113,6 @@ def _is_use(node: ast.AST, tests: Sequence[str]) -> bool:
     if isinstance(node, ast.Call) and _called(node) in ("usefixtures", "getfixturevalue"):
         return any(isinstance(a, ast.Constant) and a.value == "tweak" for a in node.args)
     return False
-
-
-def _is_test(name: str, tests: Sequence[str]) -> bool:
-    """Whether pytest collects a function of this name as a test (``python_functions``: a
-    prefix, or a glob where the pattern has one)."""
-    return any(
-        name.startswith(p) or (any(c in p for c in "*?[") and fnmatch.fnmatch(name, p))
-        for p in tests
-    )
 
 
 def _is_fixture(decorator: ast.expr) -> bool:
@@ -175,7 +170,10 @@ def _parametrizes_tweak(decorator: ast.AST) -> bool:
 
 
 def conftest_uses_tweak(
-    module: Path, root: Path, seen: dict[Path, bool], tests: Sequence[str] = ("test",)
+    module: Path,
+    root: Path,
+    seen: dict[Path, bool],
+    is_test: Callable[[str], bool] = _test_prefix,
 ) -> bool:
     """Whether a ``conftest.py`` that applies to the test ``module`` (in its folder or one
     above, up to ``root``) uses ``tweak`` (`uses_tweak`): a suite that hands tests the
@@ -184,7 +182,7 @@ def conftest_uses_tweak(
     while True:
         conftest = folder / "conftest.py"
         if conftest not in seen:
-            seen[conftest] = conftest.is_file() and uses_tweak(conftest, tests)
+            seen[conftest] = conftest.is_file() and uses_tweak(conftest, is_test)
         if seen[conftest]:
             return True
         if folder == root or folder.parent == folder or root not in folder.parents:
@@ -268,9 +266,9 @@ class DeviceMarkers:
         if self.registered:
             return
         path, root = module.path, self._config.rootpath
-        tests = tuple(self._config.getini("python_functions"))
+        is_test = module.funcnamefilter  # pytest's own python_functions rule
         if (
-            uses_tweak(path, tests) or conftest_uses_tweak(path, root, self._conftests, tests)
+            uses_tweak(path, is_test) or conftest_uses_tweak(path, root, self._conftests, is_test)
         ) and sees_own_tweak(module):
             self.register()
 

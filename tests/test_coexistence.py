@@ -232,12 +232,15 @@ def test_what_counts_as_a_use_of_tweak(tmp_path: Path, source: str, uses: bool) 
 
 
 def test_a_suite_that_names_its_tests_otherwise_is_read_by_its_own_python_functions(
-    tmp_path: Path,
+    pytester: pytest.Pytester,
 ) -> None:
-    path = tmp_path / "check_mod.py"
-    path.write_text("def check_speed(tweak): pass\n")
+    source = "def check_speed(tweak): pass\n"
+    path = pytester.makepyfile(check_mod=source)
     assert not uses_tweak(path)  # pytest's default: only test* functions are tests
-    assert uses_tweak(path, ("check",)) and uses_tweak(path, ("*_speed",))
+    # the module's own rule, as pytest reads python_functions: a prefix, or a glob
+    for functions in ("check", "*_speed"):
+        module = pytester.getmodulecol(source, configargs=("-o", f"python_functions={functions}"))
+        assert uses_tweak(path, module.funcnamefilter)
 
 
 def test_the_word_tweak_in_a_suite_that_never_uses_it_registers_no_marker(
