@@ -176,12 +176,17 @@ def failure_message(
     return "\n".join(lines)
 
 
+#: The problems (`pytest_tweak.verdict.PROBLEM_KINDS`) that are counts the code changed: the
+#: cause of a slow-down beside them, and what a test may assert itself.
+_COUNTS = ("graph breaks", "recompiles")
+
+
 def _after_resave(verdict: Verdict) -> list[str]:
     """What the record-anew command leaves to do (fifteenth user trial: the save replaced a
     five-run entry by one run, so the next runs were inconclusive; and a test asserting its
     own graph breaks failed, so the save refused it)."""
     lines = []
-    counted = [k for k in verdict.problem_kinds if k in ("graph breaks", "recompiles")]
+    counted = [k for k in verdict.problem_kinds if k in _COUNTS]
     if counted:
         lines.append(
             f"  A test that asserts its own {' or '.join(counted)} (`assert "
@@ -201,7 +206,7 @@ def _headline(verdict: Verdict, judging: Judging) -> str:
     main figure (the test id is on that line already)."""
     change = verdict.change
     shown = 1  # of the failures and problems listed below
-    counts = [p for p in verdict.problems if p.startswith(("graph breaks", "recompiles"))]
+    counts = [p for p in verdict.problems if p.startswith(_COUNTS)]
     if verdict.failures:
         word, first = "failed, whatever its speed", verdict.failures[0]
     elif counts:  # the cause leads the time it costs (a short summary shows this line only)
